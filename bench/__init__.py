@@ -1,0 +1,1 @@
+"""The harness: references, verification, the run grid, reports and the CLI."""

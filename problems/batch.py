@@ -1,0 +1,126 @@
+"""``ProblemBatch``: a batch of same-shape standard-form LPs plus the hold data to verify them.
+
+Kinds:
+
+* ``"lp1"``: one LP-1 per scene; ``x = [lam, s+, s-]``.
+* ``"exit"``: one LP-2 per (scene, pure direction); ``x = [lam, t]``; ``meta`` gains
+  ``direction``, and ``scene_index`` says which scene a row belongs to.
+
+Every array is float64 with the batch axis first. ``meta`` is one DataFrame row per LP.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from solvers.errors import ProblemError
+
+from .hold import EXIT_CAP, HoldScene, direction_names, exit_lp, lp1, margin_directions
+
+KINDS = ("lp1", "exit")
+
+
+@dataclass(frozen=True)
+class ProblemBatch:
+    """Batched LPs of one family and kind, with what the verifier needs.
+
+    Shapes (B = batch size): ``c`` (B, n), ``A_eq`` (B, m_eq, n), ``b_eq`` (B, m_eq),
+    ``A_ub`` (B, m_ub, n), ``b_ub`` (B, m_ub); hold data ``W`` (B, d, k), ``need`` (B, d),
+    ``limit_B`` (B, L, k), ``limit_fmax`` (B, L), ``direction`` (B, d) for exits (zeros
+    for LP-1), ``cap`` the exit cap T.
+    """
+
+    family: str
+    kind: str
+    c: np.ndarray
+    A_eq: np.ndarray
+    b_eq: np.ndarray
+    A_ub: np.ndarray
+    b_ub: np.ndarray
+    W: np.ndarray
+    need: np.ndarray
+    limit_B: np.ndarray
+    limit_fmax: np.ndarray
+    direction: np.ndarray
+    meta: pd.DataFrame
+    cap: float = EXIT_CAP
+    params: dict[str, Any] = field(default_factory=dict)
+    P: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.c.shape[0])
+
+    @property
+    def k(self) -> int:
+        """Number of generators per scene."""
+        return int(self.W.shape[2])
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """``(c, A_eq, b_eq, A_ub, b_ub)``, batched."""
+        return self.c, self.A_eq, self.b_eq, self.A_ub, self.b_ub
+
+    def content_hash(self) -> str:
+        """SHA-256 of the kind and every array's bytes: same problems, same hash."""
+        h = hashlib.sha256(self.kind.encode())
+        arrays = [*self.arrays(), self.W, self.need, self.limit_B, self.limit_fmax, self.direction]
+        if self.P is not None:
+            arrays.append(self.P)
+        for arr in arrays:
+            h.update(str(arr.shape).encode())
+            h.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
+        h.update(repr(float(self.cap)).encode())
+        return h.hexdigest()
+
+    def subset(self, index) -> "ProblemBatch":
+        """The cases at ``index`` (an int array or slice), meta re-indexed."""
+        pick = lambda a: a[index]  # noqa: E731
+        return ProblemBatch(
+            self.family, self.kind, *(pick(a) for a in self.arrays()), pick(self.W), pick(self.need),
+            pick(self.limit_B), pick(self.limit_fmax), pick(self.direction),
+            self.meta.iloc[index].reset_index(drop=True), self.cap, self.params,
+            None if self.P is None else pick(self.P),
+        )
+
+
+def hold_batch(family: str, scenes: list[HoldScene], meta: pd.DataFrame, kind: str = "lp1",
+               axes: tuple[str, ...] | None = None, cap: float = EXIT_CAP,
+               params: dict[str, Any] | None = None) -> ProblemBatch:
+    """Build a ``ProblemBatch`` of ``kind`` from same-shape scenes and their meta rows."""
+    if kind not in KINDS:
+        raise ProblemError(f"kind: expected one of {list(KINDS)}, got {kind!r}")
+    if not scenes:
+        raise ProblemError("scenes: expected at least one scene")
+    shapes = {(s.W.shape, s.limit_rows[0].shape) for s in scenes}
+    if len(shapes) != 1:
+        raise ProblemError(f"scenes: expected one shape of W and limits across the batch, got {sorted(shapes)}")
+    if len(meta) != len(scenes):
+        raise ProblemError(f"meta: expected {len(scenes)} rows (one per scene), got {len(meta)}")
+    d = scenes[0].d
+    if kind == "lp1":
+        lps = [lp1(s) for s in scenes]
+        rows = meta.assign(scene_index=np.arange(len(scenes)))
+        dirs = np.zeros((len(scenes), d))
+        order = list(range(len(scenes)))
+    else:
+        U = margin_directions(d)
+        names = direction_names(axes or tuple(f"e{i}" for i in range(d)))
+        lps = [exit_lp(s, u, cap) for s in scenes for u in U]
+        order = [i for i in range(len(scenes)) for _ in U]
+        dirs = np.tile(U, (len(scenes), 1))
+        rows = meta.iloc[order].reset_index(drop=True).assign(
+            scene_index=order, direction=names * len(scenes))
+    stack = lambda f: np.stack([f(lp) for lp in lps])  # noqa: E731
+    W = np.stack([scenes[i].W for i in order])
+    B = np.stack([scenes[i].limit_rows[0] for i in order])
+    fmax = np.stack([scenes[i].limit_rows[1] for i in order])
+    need = np.stack([scenes[i].need for i in order])
+    return ProblemBatch(
+        family, kind, stack(lambda lp: lp.c), stack(lambda lp: lp.A_eq), stack(lambda lp: lp.b_eq),
+        stack(lambda lp: lp.A_ub), stack(lambda lp: lp.b_ub), W, need, B, fmax, dirs,
+        rows.reset_index(drop=True), float(cap), dict(params or {}),
+    )

@@ -1,0 +1,137 @@
+"""The planar box: a square box on the floor, optionally pushed by a disk on its left face.
+
+Frame and units (documented once, used by every planar family):
+
+* x to the right, z up; the box has half-side ``l = 1`` and its centre of mass at the
+  origin; floor corners ``A = (-1, -1)``, ``B = (+1, -1)``.
+* Wrench order ``(f_x, f_z, tau_y / l)``: forces in m*g, moments in m*g*l, with
+  ``tau_y = p_z f_x - p_x f_z`` (the y component of ``p x f``).
+* ``need = -(gravity + push)``: gravity on a floor tilted by ``tilt`` (rad; positive
+  tilt makes gravity pull towards -x in the box frame) is ``(-sin tilt, -cos tilt, 0)``;
+  ``push`` is a known external wrench on the box.
+* Friction cone edges at a contact with inward normal ``n`` and tangent ``t``:
+  ``n + mu t`` (label ``+``) and ``n - mu t`` (label ``-``), unit normal component.
+* The disk pushes +x on the left face (x = -1) at height ``disk_height`` (0 = height
+  of the centre of mass), with friction ``disk_mu`` and normal-force limit
+  ``disk_fmax`` (an LP-3 row on its two edges).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from solvers.errors import ProblemError
+
+from .hold import HoldScene, Limits
+
+AXES = ("f_x", "f_z", "tau_y")
+CORNERS = {"A": np.array([-1.0, -1.0]), "B": np.array([1.0, -1.0])}
+FLOOR_NORMAL, FLOOR_TANGENT = np.array([0.0, 1.0]), np.array([1.0, 0.0])
+DISK_NORMAL, DISK_TANGENT = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+
+
+def edge_wrenches(point, normal, tangent, mu: float) -> np.ndarray:
+    """(3, 2) wrenches of the two cone edges ``n + mu t`` and ``n - mu t`` at ``point``."""
+    cols = []
+    for sign in (1.0, -1.0):
+        f = normal + sign * mu * tangent
+        cols.append([f[0], f[1], point[1] * f[0] - point[0] * f[1]])
+    return np.array(cols).T
+
+
+def _check_nonnegative(name: str, value: float) -> float:
+    value = float(value)
+    if not np.isfinite(value) or value < 0:
+        raise ProblemError(f"{name}: expected a finite number >= 0, got {value!r}")
+    return value
+
+
+def scene(mu: float = 0.2, corners: str = "AB", push=(0.0, 0.0, 0.0), tilt: float = 0.0,
+          disk_height: float | None = None, disk_fmax: float | None = None,
+          disk_mu: float | None = None, pad: bool = False) -> HoldScene:
+    """One planar hold scene (see the module docstring for frame and units).
+
+    Parameters
+    ----------
+    mu : floor friction coefficient (>= 0).
+    corners : which floor corners touch: "AB", "A" or "B".
+    push : external wrench ``(f_x, f_z, tau_y / l)`` on the box, in m*g, m*g*l.
+    tilt : floor inclination in radians.
+    disk_height : height of the disk contact on the left face in l (0 = centre of
+        mass height, within [-1, 1]); None = no disk.
+    disk_fmax : the disk's normal-force limit in m*g (None = unlimited).
+    disk_mu : the disk's friction coefficient (defaults to ``mu``).
+    pad : give a dropped corner duplicate columns of the other corner, so every scene
+        has 4 floor columns (batches need one shape; zero columns would make some
+        interior-point solvers return NaN).
+    """
+    mu = _check_nonnegative("mu", mu)
+    if corners not in ("AB", "A", "B"):
+        raise ProblemError(f"corners: expected 'AB', 'A' or 'B', got {corners!r}")
+    push = np.asarray(push, dtype=float)
+    if push.shape != (3,) or not np.all(np.isfinite(push)):
+        raise ProblemError(f"push: expected 3 finite numbers (f_x, f_z, tau_y/l), got {push!r}")
+    tilt = float(tilt)
+    if not np.isfinite(tilt) or abs(tilt) >= np.pi / 2:
+        raise ProblemError(f"tilt: expected radians in (-pi/2, pi/2), got {tilt!r}")
+    blocks, labels = [], []
+    touching = list(corners) * (2 if pad and len(corners) == 1 else 1)
+    for name in touching:
+        blocks.append(edge_wrenches(CORNERS[name], FLOOR_NORMAL, FLOOR_TANGENT, mu))
+        labels += [f"{name}+", f"{name}-"]
+    limits = None
+    if disk_height is not None:
+        h = float(disk_height)
+        if not np.isfinite(h) or abs(h) > 1:
+            raise ProblemError(f"disk_height: expected a height in [-1, 1] (units of l), got {disk_height!r}")
+        dmu = mu if disk_mu is None else _check_nonnegative("disk_mu", disk_mu)
+        blocks.append(edge_wrenches(np.array([-1.0, h]), DISK_NORMAL, DISK_TANGENT, dmu))
+        labels += ["D+", "D-"]
+        if disk_fmax is not None:
+            fmax = _check_nonnegative("disk_fmax", disk_fmax)
+            k = 2 * len(touching) + 2
+            row = np.zeros((1, k))
+            row[0, -2:] = 1.0
+            limits = Limits(row, np.array([fmax]))
+    elif disk_fmax is not None or disk_mu is not None:
+        raise ProblemError("disk_fmax, disk_mu: expected disk_height to be set when the disk has limits or friction")
+    need = np.array([np.sin(tilt), np.cos(tilt), 0.0]) - push
+    return HoldScene(np.hstack(blocks), need, limits, tuple(labels))
+
+
+def sample(n: int, seed: int, *, mu=(0.1, 0.8), tilt=(-0.4, 0.4), push=(0.3, 0.3, 0.5),
+           drop: float = 0.3, disk: bool = False, disk_fmax=(0.1, 1.0)) -> tuple[list[HoldScene], pd.DataFrame]:
+    """``n`` random padded scenes and their parameters (one ``meta`` row per scene).
+
+    ``mu`` and ``tilt`` are uniform ranges; ``push`` gives the half-widths of uniform
+    ranges around 0 for ``(f_x, f_z, tau_y / l)``; ``drop`` is the probability that one
+    corner (A or B, equally likely) loses contact; with ``disk`` every scene has a disk
+    at a uniform height in [-1, 1], with friction in the ``mu`` range and a normal
+    force limit uniform in ``disk_fmax``.
+    """
+    if not isinstance(n, (int, np.integer)) or n < 1:
+        raise ProblemError(f"n: expected a positive integer, got {n!r}")
+    for name, rng_ in (("mu", mu), ("tilt", tilt), ("disk_fmax", disk_fmax)):
+        if len(rng_) != 2 or not rng_[0] <= rng_[1]:
+            raise ProblemError(f"{name}: expected a range (low, high) with low <= high, got {rng_!r}")
+    if len(push) != 3:
+        raise ProblemError(f"push: expected 3 half-widths (f_x, f_z, tau_y/l), got {push!r}")
+    if not 0 <= drop <= 1:
+        raise ProblemError(f"drop: expected a probability in [0, 1], got {drop!r}")
+    rng = np.random.default_rng(seed)
+    scenes, rows = [], []
+    for i in range(int(n)):
+        p = {
+            "mu": rng.uniform(*mu),
+            "tilt": rng.uniform(*tilt),
+            "push": tuple(rng.uniform(-h, h) for h in push),
+            "corners": ("A" if rng.random() < 0.5 else "B") if rng.random() < drop else "AB",
+        }
+        if disk:
+            p.update(disk_height=rng.uniform(-1, 1), disk_mu=rng.uniform(*mu),
+                     disk_fmax=rng.uniform(*disk_fmax))
+        scenes.append(scene(pad=True, **p))
+        fx, fz, tau = p.pop("push")
+        rows.append({"case": i, **p, "push_fx": fx, "push_fz": fz, "push_tau": tau})
+    return scenes, pd.DataFrame(rows)

@@ -1,0 +1,179 @@
+"""The adapter base class: settings, validation, and the prepare / run / collect phases.
+
+An adapter module ``solvers/<name>_.py`` defines one subclass of ``Adapter`` and
+exposes it as ``ADAPTER``, plus the module-level ``NAME``, ``CAPABILITIES``,
+``SETTINGS``, ``solve`` and ``solve_batch`` (``module_api`` builds the last two).
+
+Phases, so that the harness times only the solve:
+
+* ``prepare(problem)``: untimed; convert dtype, move to the device, build solver objects.
+* ``run(prepared)``: timed; solves the whole batch and returns only when the results
+  are ready (JAX adapters call ``jax.block_until_ready``).
+* ``collect(raw, prepared)``: untimed; converts to a float64 ``BatchSolution`` in the
+  project's sign conventions.
+
+Loop adapters (one native call per case) implement ``solve_one`` and inherit the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar
+
+from .errors import ProblemError
+from .types import BatchSolution, Capabilities, Solution, StandardForm, check_standard_form
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting an adapter accepts.
+
+    ``default`` None means "not passed: the solver's own default applies".
+    ``choices`` restricts str options.
+    """
+
+    type: type
+    default: Any
+    help: str
+    choices: tuple[Any, ...] | None = None
+
+    def coerce(self, key: str, value: Any) -> Any:
+        """Convert ``value`` (possibly a CLI string) to this option's type or raise ProblemError."""
+        if value is None:
+            return None
+        try:
+            if self.type is bool and isinstance(value, str):
+                low = value.strip().lower()
+                if low not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                    raise ValueError(value)
+                out = low in ("true", "1", "yes", "on")
+            else:
+                out = self.type(value)
+        except (TypeError, ValueError):
+            raise ProblemError(
+                f"setting {key!r}: expected a {self.type.__name__}, got {value!r}"
+            ) from None
+        if self.choices is not None and out not in self.choices:
+            raise ProblemError(
+                f"setting {key!r}: expected one of {list(self.choices)}, got {value!r}"
+            )
+        return out
+
+
+class Adapter:
+    """Base class of every solver adapter. Instances hold resolved settings only."""
+
+    NAME: ClassVar[str] = ""
+    CAPABILITIES: ClassVar[Capabilities] = Capabilities()
+    #: option name -> Option; every adapter also accepts ``dtype``.
+    OPTIONS: ClassVar[dict[str, Option]] = {}
+    #: named profiles: profile name -> option overrides. ``default`` overrides nothing.
+    SETTINGS: ClassVar[dict[str, dict[str, Any]]] = {"default": {}}
+    #: pip requirement that makes this adapter available, shown in error messages.
+    INSTALL_HINT: ClassVar[str] = ""
+
+    def __init__(self, profile: str = "default", **overrides: Any) -> None:
+        if profile not in self.SETTINGS:
+            raise ProblemError(
+                f"profile: adapter {self.NAME!r} has profiles {sorted(self.SETTINGS)}, got {profile!r}"
+            )
+        options = self.options()
+        unknown = sorted(set(overrides) - set(options))
+        if unknown:
+            raise ProblemError(
+                f"settings: adapter {self.NAME!r} does not accept {unknown}; "
+                f"accepted: {sorted(options)}"
+            )
+        resolved = {k: opt.default for k, opt in options.items()}
+        for source in (self.SETTINGS[profile], overrides):
+            for key, value in source.items():
+                resolved[key] = options[key].coerce(key, value)
+        self.profile = profile
+        self.overrides = {k: resolved[k] for k in overrides}
+        self.settings = resolved
+        self.check_available()
+
+    # ----------------------------------------------------------------- metadata
+    @classmethod
+    def options(cls) -> dict[str, Option]:
+        """All accepted options, ``dtype`` included."""
+        dtype = Option(str, cls.CAPABILITIES.dtypes[0], "floating-point precision of the solve",
+                       choices=cls.CAPABILITIES.dtypes)
+        return {"dtype": dtype, **cls.OPTIONS}
+
+    @classmethod
+    def check_available(cls) -> None:
+        """Raise ``SolverNotAvailable`` (with an install hint) when the solver cannot run."""
+
+    @property
+    def dtype(self) -> str:
+        return self.settings["dtype"]
+
+    @property
+    def label(self) -> str:
+        """``name`` or ``name[profile,key=value,...]``: what reports show for these settings."""
+        parts = [] if self.profile == "default" else [self.profile]
+        parts += [f"{k}={v}" for k, v in sorted(self.overrides.items()) if k != "dtype"]
+        return f"{self.NAME}[{','.join(parts)}]" if parts else self.NAME
+
+    # ------------------------------------------------------------------ phases
+    def prepare(self, problem: StandardForm) -> Any:
+        """Untimed preparation of a validated batched problem; returns what ``run`` takes."""
+        return problem
+
+    def run(self, prepared: Any) -> Any:
+        """Timed: solve every case of the prepared batch; return when results are ready."""
+        problem: StandardForm = prepared
+        return [self.solve_one(problem.case(i)) for i in range(problem.batch or 0)]
+
+    def collect(self, raw: Any, prepared: Any) -> BatchSolution:
+        """Untimed: turn ``run``'s output into a float64 ``BatchSolution``."""
+        return BatchSolution.stack(raw)
+
+    def solve_one(self, problem: StandardForm) -> Solution:
+        """Solve one validated, unbatched problem (loop adapters implement this)."""
+        raise NotImplementedError(f"adapter {self.NAME!r} implements neither solve_one nor run")
+
+    # ------------------------------------------------------------- public API
+    def solve(self, c, A_eq, b_eq, A_ub, b_ub, *, P=None) -> Solution:
+        """Solve one standard-form problem (see ``solvers.types``); returns a ``Solution``."""
+        problem = check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P)
+        self._check_problem_class(problem)
+        batched = check_standard_form(
+            problem.c[None], problem.A_eq[None], problem.b_eq[None], problem.A_ub[None],
+            problem.b_ub[None], None if problem.P is None else problem.P[None], batched=True,
+        )
+        return self.solve_batch_checked(batched)[0]
+
+    def solve_batch(self, c, A_eq, b_eq, A_ub, b_ub, *, P=None) -> BatchSolution:
+        """Solve a batch (leading axis on every array); returns a ``BatchSolution``."""
+        problem = check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P, batched=True)
+        self._check_problem_class(problem)
+        return self.solve_batch_checked(problem)
+
+    def solve_batch_checked(self, problem: StandardForm) -> BatchSolution:
+        """``prepare`` + ``run`` + ``collect`` on an already validated batch."""
+        prepared = self.prepare(problem)
+        return self.collect(self.run(prepared), prepared)
+
+    def _check_problem_class(self, problem: StandardForm) -> None:
+        if problem.P is not None and not self.CAPABILITIES.qp:
+            raise ProblemError(f"P: adapter {self.NAME!r} solves LPs only; pass P=None")
+
+
+def module_api(cls: type[Adapter]) -> tuple[Callable[..., Solution], Callable[..., BatchSolution]]:
+    """Module-level ``solve`` and ``solve_batch`` for an adapter class.
+
+    Settings are keyword arguments (``profile=`` and any option); each call builds a
+    fresh adapter instance, so no state is kept between calls.
+    """
+
+    def solve(c, A_eq, b_eq, A_ub, b_ub, *, P=None, **settings) -> Solution:
+        return cls(**settings).solve(c, A_eq, b_eq, A_ub, b_ub, P=P)
+
+    def solve_batch(c, A_eq, b_eq, A_ub, b_ub, *, P=None, **settings) -> BatchSolution:
+        return cls(**settings).solve_batch(c, A_eq, b_eq, A_ub, b_ub, P=P)
+
+    solve.__doc__ = f"Solve one problem with {cls.NAME}; see ``Adapter.solve``."
+    solve_batch.__doc__ = f"Solve a batch with {cls.NAME}; see ``Adapter.solve_batch``."
+    return solve, solve_batch

@@ -1,0 +1,135 @@
+"""HiGHS through highspy's direct API: one reused ``Highs`` object per adapter instance.
+
+Dual signs: HiGHS' ``row_dual`` is already the project's convention (sensitivity of
+the optimal objective to the row bound, so ``y_ub <= 0`` for a binding ``<=`` row);
+``tests/test_solvers_highs.py`` proves it on LPs with known duals.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Adapter, Option, module_api
+from .errors import SolverNotAvailable
+from .types import Capabilities, Solution, StandardForm, Status
+
+INF = float("inf")
+
+#: HiGHS model status name -> project Status; anything else maps to ERROR.
+_STATUS = {
+    "kOptimal": Status.OPTIMAL,
+    "kInfeasible": Status.INFEASIBLE,
+    "kUnbounded": Status.UNBOUNDED,
+    "kUnboundedOrInfeasible": Status.INFEASIBLE,
+    "kIterationLimit": Status.MAX_ITER,
+    "kTimeLimit": Status.TIME_LIMIT,
+    "kSolveError": Status.NUMERICAL_ERROR,
+    "kPostsolveError": Status.NUMERICAL_ERROR,
+}
+
+
+class HighsAdapter(Adapter):
+    """HiGHS (simplex / IPM, float64, CPU), looping over the cases of a batch."""
+
+    NAME = "highs"
+    CAPABILITIES = Capabilities(lp=True, qp=False, batched=False, devices=("cpu",), dtypes=("float64",))
+    INSTALL_HINT = "pip install highspy"
+    OPTIONS = {
+        "presolve": Option(str, None, "HiGHS presolve", choices=("off", "choose", "on")),
+        "threads": Option(int, None, "HiGHS threads (0 = automatic)"),
+        "solver": Option(str, None, "HiGHS LP method", choices=("choose", "simplex", "ipm", "pdlp")),
+        "time_limit": Option(float, None, "seconds per solve"),
+        "primal_feasibility_tolerance": Option(float, None, "HiGHS primal feasibility tolerance"),
+        "dual_feasibility_tolerance": Option(float, None, "HiGHS dual feasibility tolerance"),
+    }
+    SETTINGS = {
+        "default": {},
+        "fast": {"presolve": "off", "threads": 1},
+        "high_accuracy": {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
+    }
+
+    @classmethod
+    def check_available(cls) -> None:
+        try:
+            import highspy  # noqa: F401
+        except ImportError as exc:
+            raise SolverNotAvailable(f"highspy is not installed ({exc}); {cls.INSTALL_HINT}") from None
+
+    def __init__(self, profile: str = "default", **overrides) -> None:
+        super().__init__(profile, **overrides)
+        self._highs = None
+
+    def _solver(self):
+        """The one ``Highs`` object of this adapter, created on first use."""
+        if self._highs is None:
+            import highspy
+
+            h = highspy.Highs()
+            h.setOptionValue("output_flag", False)
+            for key, value in self.settings.items():
+                if key != "dtype" and value is not None:
+                    h.setOptionValue(key, value)
+            self._highs = h
+        return self._highs
+
+    def prepare(self, problem: StandardForm):
+        """Column-wise sparse matrices and row bounds per case (untimed)."""
+        import highspy
+
+        kcol = highspy.MatrixFormat.kColwise
+        cases = []
+        for i in range(problem.batch or 0):
+            case = problem.case(i)
+            A = np.vstack([case.A_eq, case.A_ub])
+            mask = A != 0.0
+            starts = np.concatenate([[0], np.cumsum(mask.sum(axis=0))]).astype(np.int32)
+            rows, cols = np.nonzero(mask.T)  # column-major order
+            index = cols.astype(np.int32)
+            value = A.T[rows, cols]
+            row_lower = np.concatenate([case.b_eq, np.full(case.m_ub, -INF)])
+            row_upper = np.concatenate([case.b_eq, case.b_ub])
+            cases.append((case, (case.n, A.shape[0], int(value.size), int(kcol), 1, 0.0,
+                                 case.c, np.zeros(case.n), np.full(case.n, INF),
+                                 row_lower, row_upper, starts[:-1].copy(), index, value,
+                                 np.zeros(case.n, dtype=np.int32))))
+        self._solver()
+        return cases
+
+    def run(self, prepared):
+        return [self._solve_model(case, model) for case, model in prepared]
+
+    def solve_one(self, problem: StandardForm) -> Solution:
+        batch = StandardForm(problem.c[None], problem.A_eq[None], problem.b_eq[None],
+                             problem.A_ub[None], problem.b_ub[None], None, 1)
+        return self.run(self.prepare(batch))[0]
+
+    def _solve_model(self, case: StandardForm, model) -> Solution:
+        h = self._solver()
+        h.passModel(*model)
+        h.run()
+        native = h.getModelStatus()
+        native_name = getattr(native, "name", str(native))
+        status = _STATUS.get(native_name, Status.ERROR)
+        info = h.getInfo()
+        sol = h.getSolution()
+        n, m_eq = case.n, case.m_eq
+        if sol.value_valid:
+            x = np.asarray(sol.col_value, dtype=float)
+        else:
+            x = np.full(n, np.nan)
+        if sol.dual_valid:
+            row_dual = np.asarray(sol.row_dual, dtype=float)
+        else:
+            row_dual = np.full(m_eq + case.m_ub, np.nan)
+        objective = float(info.objective_function_value) if status is Status.OPTIMAL else float("nan")
+        iterations = int(max(info.simplex_iteration_count, 0) + max(info.ipm_iteration_count, 0))
+        return Solution(
+            x=x, y_eq=row_dual[:m_eq], y_ub=row_dual[m_eq:], objective=objective, status=status,
+            iterations=iterations, native_status=native_name,
+            message=h.modelStatusToString(native),
+        )
+
+
+ADAPTER = HighsAdapter
+NAME, CAPABILITIES, SETTINGS = ADAPTER.NAME, ADAPTER.CAPABILITIES, ADAPTER.SETTINGS
+solve, solve_batch = module_api(ADAPTER)

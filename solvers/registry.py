@@ -1,0 +1,139 @@
+"""The adapter registry: built-in drop-in files, entry-point plug-ins, extra modules.
+
+Adapters are found, in this order, in
+
+1. every module ``solvers/<name>_.py`` of this package (drop a file in, done);
+2. the entry-point group ``contactbench.solvers`` of installed packages
+   (value: a module exposing ``ADAPTER``, or ``module:Class``);
+3. modules named in the environment variable ``CONTACTBENCH_PLUGINS``
+   (comma-separated importable module names), for local adapters without packaging.
+
+A module that fails to import is not a crash: ``available()`` reports the error.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import re
+from importlib.metadata import entry_points
+from typing import Any
+
+from .base import Adapter
+from .errors import ProblemError, SolverNotAvailable
+
+ENTRY_POINT_GROUP = "contactbench.solvers"
+PLUGINS_ENV = "CONTACTBENCH_PLUGINS"
+
+# The registry is the one piece of global state: name -> adapter class, and
+# name -> reason for sources that could not even be imported.
+_ADAPTERS: dict[str, type[Adapter]] = {}
+_BROKEN: dict[str, str] = {}
+_LOADED = False
+
+
+def register(cls: type[Adapter]) -> type[Adapter]:
+    """Register an adapter class under ``cls.NAME`` (usable as a decorator)."""
+    if not (isinstance(cls, type) and issubclass(cls, Adapter)) or not cls.NAME:
+        raise ProblemError(f"cls: expected an Adapter subclass with a NAME, got {cls!r}")
+    _ADAPTERS[cls.NAME] = cls
+    return cls
+
+
+def _adapter_of(obj: Any) -> type[Adapter]:
+    cls = getattr(obj, "ADAPTER", obj)
+    if not (isinstance(cls, type) and issubclass(cls, Adapter)):
+        raise TypeError(f"{obj!r} exposes no ADAPTER (an Adapter subclass)")
+    return cls
+
+
+def _load_source(label: str, loader) -> None:
+    try:
+        register(_adapter_of(loader()))
+    except Exception as exc:  # a broken plug-in must not break the registry
+        _BROKEN[label] = f"{type(exc).__name__}: {exc}"
+
+
+def _load() -> None:
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    package_dir = os.path.dirname(__file__)
+    for info in pkgutil.iter_modules([package_dir]):
+        if info.name.endswith("_") and not info.name.startswith("_"):
+            _load_source(info.name[:-1],
+                         lambda n=info.name: importlib.import_module(f"{__package__}.{n}"))
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        _load_source(ep.name, ep.load)
+    for mod in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
+        _load_source(mod, lambda m=mod: importlib.import_module(m))
+
+
+def adapters() -> dict[str, type[Adapter]]:
+    """All registered adapter classes by name (available or not)."""
+    _load()
+    return dict(sorted(_ADAPTERS.items()))
+
+
+def available() -> dict[str, str | None]:
+    """``{name: None}`` for usable adapters, ``{name: reason}`` for the others."""
+    _load()
+    out: dict[str, str | None] = {}
+    for name, cls in sorted(_ADAPTERS.items()):
+        try:
+            cls.check_available()
+            out[name] = None
+        except SolverNotAvailable as exc:
+            out[name] = str(exc)
+    for label, reason in _BROKEN.items():
+        out.setdefault(label, f"failed to load: {reason}")
+    return out
+
+
+def get(name: str, **settings: Any) -> Adapter:
+    """An adapter instance: ``get("highs", profile="fast")``, ``get("linrax", dtype="float64")``.
+
+    Raises ``ProblemError`` for an unknown name or setting and ``SolverNotAvailable``
+    when the solver's package is missing.
+    """
+    _load()
+    if name not in _ADAPTERS:
+        if name in _BROKEN:
+            raise SolverNotAvailable(f"solver {name!r} failed to load: {_BROKEN[name]}")
+        raise ProblemError(f"solver: expected one of {sorted(_ADAPTERS)}, got {name!r}")
+    return _ADAPTERS[name](**settings)
+
+
+_SPEC = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(?:\[(.*)\])?\s*$")
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """Parse ``name[key=value,...]`` (a bare ``word`` inside the brackets is a profile).
+
+    >>> parse_spec("linrax[dtype=float64,primal_tol=1e-5]")
+    ('linrax', {'dtype': 'float64', 'primal_tol': '1e-5'})
+    >>> parse_spec("highs[fast]")
+    ('highs', {'profile': 'fast'})
+    """
+    match = _SPEC.match(spec)
+    if not match:
+        raise ProblemError(f"solver spec: expected name or name[key=value,...], got {spec!r}")
+    name, body = match.group(1), match.group(2)
+    settings: dict[str, str] = {}
+    for item in filter(None, (p.strip() for p in (body or "").split(","))):
+        if "=" in item:
+            key, value = (s.strip() for s in item.split("=", 1))
+            if not key:
+                raise ProblemError(f"solver spec: empty setting name in {spec!r}")
+            settings[key] = value
+        else:
+            settings["profile"] = item
+    return name, settings
+
+
+def from_spec(spec: str, **extra: Any) -> Adapter:
+    """``get`` from a ``name[key=value,...]`` string; ``extra`` settings take precedence."""
+    name, settings = parse_spec(spec)
+    return get(name, **{**settings, **extra})

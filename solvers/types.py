@@ -1,0 +1,239 @@
+"""Common result types and the standard-form input check shared by all adapters.
+
+Standard form (every adapter, every family)::
+
+    minimise    c @ x + 0.5 * x @ P @ x
+    subject to  A_eq @ x == b_eq,   A_ub @ x <= b_ub,   x >= 0
+
+Duals are sensitivities of the optimal objective to the right-hand sides
+(``y_eq = d obj / d b_eq``, ``y_ub = d obj / d b_ub``), the HiGHS ``row_dual`` /
+scipy ``marginals`` convention, so ``y_ub <= 0`` at an optimum.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import ProblemError
+
+
+class Status(enum.Enum):
+    """What a solver says it reached. Never trusted by the verifier, always recorded."""
+
+    OPTIMAL = "optimal"
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    MAX_ITER = "max_iter"
+    TIME_LIMIT = "time_limit"
+    NUMERICAL_ERROR = "numerical_error"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an adapter can do.
+
+    Attributes
+    ----------
+    lp, qp, socp : problem classes it accepts.
+    batched : True when ``solve_batch`` is a native batched call (e.g. ``jit(vmap)``),
+        False when it loops over cases.
+    devices : devices it can run on, e.g. ``("cpu",)`` or ``("cpu", "gpu")``.
+    dtypes : floating-point precisions it computes in, e.g. ``("float64",)``.
+    """
+
+    lp: bool = True
+    qp: bool = False
+    socp: bool = False
+    batched: bool = False
+    devices: tuple[str, ...] = ("cpu",)
+    dtypes: tuple[str, ...] = ("float64",)
+
+
+@dataclass(frozen=True)
+class Solution:
+    """One solve's answer in the project's conventions (see module docstring).
+
+    ``x`` has shape (n,), ``y_eq`` (m_eq,), ``y_ub`` (m_ub,), all float64 copies of
+    what the solver returned (NaN where it returned nothing). ``iterations`` is -1
+    when the solver does not report it.
+    """
+
+    x: np.ndarray
+    y_eq: np.ndarray
+    y_ub: np.ndarray
+    objective: float
+    status: Status
+    iterations: int = -1
+    native_status: str = ""
+    message: str = ""
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BatchSolution:
+    """Answers of a batch, stacked along a leading batch axis.
+
+    ``x`` (B, n), ``y_eq`` (B, m_eq), ``y_ub`` (B, m_ub), ``objective`` (B,),
+    ``status`` (B,) object array of ``Status``, ``iterations`` (B,) int,
+    ``native_status`` and ``message`` (B,) object arrays of str.
+    """
+
+    x: np.ndarray
+    y_eq: np.ndarray
+    y_ub: np.ndarray
+    objective: np.ndarray
+    status: np.ndarray
+    iterations: np.ndarray
+    native_status: np.ndarray
+    message: np.ndarray
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.objective.shape[0])
+
+    def __getitem__(self, i: int) -> Solution:
+        return Solution(
+            x=self.x[i], y_eq=self.y_eq[i], y_ub=self.y_ub[i],
+            objective=float(self.objective[i]), status=self.status[i],
+            iterations=int(self.iterations[i]), native_status=str(self.native_status[i]),
+            message=str(self.message[i]),
+        )
+
+    @classmethod
+    def stack(cls, solutions: list[Solution]) -> "BatchSolution":
+        """Stack per-case ``Solution`` objects (all of one problem shape)."""
+        if not solutions:
+            raise ProblemError("solutions: expected at least one Solution, got an empty list")
+        return cls(
+            x=np.stack([s.x for s in solutions]),
+            y_eq=np.stack([s.y_eq for s in solutions]),
+            y_ub=np.stack([s.y_ub for s in solutions]),
+            objective=np.array([s.objective for s in solutions], dtype=float),
+            status=np.array([s.status for s in solutions], dtype=object),
+            iterations=np.array([s.iterations for s in solutions], dtype=np.int64),
+            native_status=np.array([s.native_status for s in solutions], dtype=object),
+            message=np.array([s.message for s in solutions], dtype=object),
+        )
+
+
+@dataclass(frozen=True)
+class StandardForm:
+    """Validated float64 standard-form arrays, single (``batch=None``) or batched.
+
+    Shapes, with B the batch size when batched: ``c`` ([B,] n), ``A_eq`` ([B,] m_eq, n),
+    ``b_eq`` ([B,] m_eq), ``A_ub`` ([B,] m_ub, n), ``b_ub`` ([B,] m_ub),
+    ``P`` ([B,] n, n) or None.
+    """
+
+    c: np.ndarray
+    A_eq: np.ndarray
+    b_eq: np.ndarray
+    A_ub: np.ndarray
+    b_ub: np.ndarray
+    P: np.ndarray | None
+    batch: int | None
+
+    @property
+    def n(self) -> int:
+        return int(self.c.shape[-1])
+
+    @property
+    def m_eq(self) -> int:
+        return int(self.b_eq.shape[-1])
+
+    @property
+    def m_ub(self) -> int:
+        return int(self.b_ub.shape[-1])
+
+    def case(self, i: int) -> "StandardForm":
+        """Case ``i`` of a batch, as an unbatched StandardForm (views, no copies)."""
+        if self.batch is None:
+            raise ProblemError("case: this StandardForm is not batched")
+        return StandardForm(
+            self.c[i], self.A_eq[i], self.b_eq[i], self.A_ub[i], self.b_ub[i],
+            None if self.P is None else self.P[i], None,
+        )
+
+
+def _as_float_array(name: str, value: Any, ndim: int, shape_text: str) -> np.ndarray:
+    if value is None:
+        raise ProblemError(
+            f"{name}: expected an array of shape {shape_text}, got None "
+            "(empty blocks are arrays with 0 rows, never None)"
+        )
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ProblemError(
+            f"{name}: expected a numeric array of shape {shape_text}, got "
+            f"{type(value).__name__} that does not convert to float ({exc})"
+        ) from None
+    if arr.ndim != ndim:
+        raise ProblemError(
+            f"{name}: expected {ndim} dimension(s), shape {shape_text}; got shape {arr.shape}"
+        )
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise ProblemError(f"{name}: expected finite values; found {bad} NaN or inf entries")
+    return arr
+
+
+def check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P=None, *, batched: bool = False) -> StandardForm:
+    """Validate and convert standard-form input to float64 arrays.
+
+    Parameters
+    ----------
+    c, A_eq, b_eq, A_ub, b_ub, P :
+        See the module docstring; with ``batched=True`` each has a leading batch axis.
+    batched : whether the arrays carry a leading batch axis.
+
+    Returns
+    -------
+    StandardForm
+
+    Raises
+    ------
+    ProblemError
+        Naming the offending argument and the expected shape: wrong number of
+        dimensions, inconsistent sizes, non-numeric entries, NaN or inf.
+    """
+    b = 1 if batched else 0
+    pre = "B, " if batched else ""
+    c_ = _as_float_array("c", c, 1 + b, f"({pre}n)")
+    n = c_.shape[-1]
+    A_eq_ = _as_float_array("A_eq", A_eq, 2 + b, f"({pre}m_eq, n={n})")
+    b_eq_ = _as_float_array("b_eq", b_eq, 1 + b, f"({pre}m_eq)")
+    A_ub_ = _as_float_array("A_ub", A_ub, 2 + b, f"({pre}m_ub, n={n})")
+    b_ub_ = _as_float_array("b_ub", b_ub, 1 + b, f"({pre}m_ub)")
+    if A_eq_.shape[-1] != n or A_eq_.shape[-2] != b_eq_.shape[-1]:
+        raise ProblemError(
+            f"A_eq: expected shape ({pre}m_eq={b_eq_.shape[-1]}, n={n}) to match b_eq and c; "
+            f"got {A_eq_.shape}"
+        )
+    if A_ub_.shape[-1] != n or A_ub_.shape[-2] != b_ub_.shape[-1]:
+        raise ProblemError(
+            f"A_ub: expected shape ({pre}m_ub={b_ub_.shape[-1]}, n={n}) to match b_ub and c; "
+            f"got {A_ub_.shape}"
+        )
+    P_ = None
+    if P is not None:
+        P_ = _as_float_array("P", P, 2 + b, f"({pre}n={n}, n={n})")
+        if P_.shape[-2:] != (n, n):
+            raise ProblemError(f"P: expected shape ({pre}n={n}, n={n}); got {P_.shape}")
+    batch = None
+    if batched:
+        batch = c_.shape[0]
+        arrays = {"A_eq": A_eq_, "b_eq": b_eq_, "A_ub": A_ub_, "b_ub": b_ub_}
+        if P_ is not None:
+            arrays["P"] = P_
+        for name, arr in arrays.items():
+            if arr.shape[0] != batch:
+                raise ProblemError(
+                    f"{name}: expected batch size {batch} (from c) on axis 0; got {arr.shape[0]}"
+                )
+    return StandardForm(c_, A_eq_, b_eq_, A_ub_, b_ub_, P_, batch)
