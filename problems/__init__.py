@@ -25,6 +25,7 @@ class Family:
     description: str
     sample: Callable[..., Any]
     axes: tuple[str, ...]
+    kinds: tuple[str, ...] = KINDS
 
     def parameters(self) -> dict[str, Any]:
         """Parameter name -> default, as ``generate`` accepts them (``kind`` included)."""
@@ -67,6 +68,8 @@ def generate(family: str, n: int, seed: int = 0, **params: Any) -> ProblemBatch:
         raise ProblemError(f"family: expected one of {sorted(_FAMILIES)}, got {family!r}")
     fam = _FAMILIES[family]
     kind = params.pop("kind", "lp1")
+    if kind not in fam.kinds:
+        raise ProblemError(f"kind: family {family!r} generates {list(fam.kinds)}, got {kind!r}")
     unknown = sorted(set(params) - set(fam.parameters()))
     if unknown:
         raise ProblemError(f"params: family {family!r} does not take {unknown}; it takes {sorted(fam.parameters())}")

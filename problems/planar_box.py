@@ -9,8 +9,11 @@ Frame and units (documented once, used by every planar family):
 * ``need = -(gravity + push)``: gravity on a floor tilted by ``tilt`` (rad; positive
   tilt makes gravity pull towards -x in the box frame) is ``(-sin tilt, -cos tilt, 0)``;
   ``push`` is a known external wrench on the box.
-* Friction cone edges at a contact with inward normal ``n`` and tangent ``t``:
-  ``n + mu t`` (label ``+``) and ``n - mu t`` (label ``-``), unit normal component.
+* Friction cone edges at a contact with inward normal ``n``: ``n + mu t`` (label
+  ``+``) and ``n - mu t`` (label ``-``), unit normal component, where the tangent
+  ``t = (-n_z, n_x)`` is ``n`` rotated by +90 degrees in the x-z plane (floor:
+  ``t = -x``; disk: ``t = +z``). With it the flat box's vertex witness reads
+  ``lam_A+ = lam_B- = 1/2`` as in seed 002.
 * The disk pushes +x on the left face (x = -1) at height ``disk_height`` (0 = height
   of the centre of mass), with friction ``disk_mu`` and normal-force limit
   ``disk_fmax`` (an LP-3 row on its two edges).
@@ -27,12 +30,16 @@ from .hold import HoldScene, Limits
 
 AXES = ("f_x", "f_z", "tau_y")
 CORNERS = {"A": np.array([-1.0, -1.0]), "B": np.array([1.0, -1.0])}
-FLOOR_NORMAL, FLOOR_TANGENT = np.array([0.0, 1.0]), np.array([1.0, 0.0])
-DISK_NORMAL, DISK_TANGENT = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+FLOOR_NORMAL = np.array([0.0, 1.0])
+DISK_NORMAL = np.array([1.0, 0.0])
 
 
-def edge_wrenches(point, normal, tangent, mu: float) -> np.ndarray:
-    """(3, 2) wrenches of the two cone edges ``n + mu t`` and ``n - mu t`` at ``point``."""
+def edge_wrenches(point, normal, mu: float) -> np.ndarray:
+    """(3, 2) wrenches of the two cone edges ``n + mu t`` and ``n - mu t`` at ``point``.
+
+    ``normal`` is the inward unit normal ``(n_x, n_z)``; ``t = (-n_z, n_x)``.
+    """
+    tangent = np.array([-normal[1], normal[0]])
     cols = []
     for sign in (1.0, -1.0):
         f = normal + sign * mu * tangent
@@ -78,7 +85,7 @@ def scene(mu: float = 0.2, corners: str = "AB", push=(0.0, 0.0, 0.0), tilt: floa
     blocks, labels = [], []
     touching = list(corners) * (2 if pad and len(corners) == 1 else 1)
     for name in touching:
-        blocks.append(edge_wrenches(CORNERS[name], FLOOR_NORMAL, FLOOR_TANGENT, mu))
+        blocks.append(edge_wrenches(CORNERS[name], FLOOR_NORMAL, mu))
         labels += [f"{name}+", f"{name}-"]
     limits = None
     if disk_height is not None:
@@ -86,7 +93,7 @@ def scene(mu: float = 0.2, corners: str = "AB", push=(0.0, 0.0, 0.0), tilt: floa
         if not np.isfinite(h) or abs(h) > 1:
             raise ProblemError(f"disk_height: expected a height in [-1, 1] (units of l), got {disk_height!r}")
         dmu = mu if disk_mu is None else _check_nonnegative("disk_mu", disk_mu)
-        blocks.append(edge_wrenches(np.array([-1.0, h]), DISK_NORMAL, DISK_TANGENT, dmu))
+        blocks.append(edge_wrenches(np.array([-1.0, h]), DISK_NORMAL, dmu))
         labels += ["D+", "D-"]
         if disk_fmax is not None:
             fmax = _check_nonnegative("disk_fmax", disk_fmax)

@@ -1,0 +1,194 @@
+"""The ``contactbench`` command line: ``list``, ``run``, ``report``."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+import problems
+import solvers
+from solvers import BenchError
+
+from . import grid, report, runner
+from .env import has_gpu
+from .verify import DEFAULT_TOLERANCES
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Benchmark LP/QP solvers on contact-stability (hold-test) problems.")
+# Wider than rich's 80-column default when output is not a terminal (CI logs, pipes).
+console = Console() if sys.stdout.isatty() else Console(width=200)
+
+#: run presets: batch sizes (scenes per cell), timed repeats, and which kinds of each family.
+PRESETS = {
+    "default": {"n": [256], "repeats": 5, "kinds": None},
+    "quick": {"n": [32], "repeats": 2, "kinds": ("lp1",)},
+    "large": {"n": [256, 1024, 4096], "repeats": 10, "kinds": None},
+}
+
+
+def _fail(message: str) -> None:
+    console.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(2)
+
+
+def _split(values: list[str] | None) -> list[str]:
+    return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
+
+
+@app.command("list")
+def list_cmd() -> None:
+    """Show every solver adapter (with availability) and every problem family (with parameters)."""
+    table = Table(title="solver adapters")
+    for col in ("name", "available", "problems", "batched", "devices", "dtypes", "profiles", "options"):
+        table.add_column(col)
+    avail = solvers.available()
+    registry = solvers.adapters()
+    for name, reason in avail.items():
+        cls = registry.get(name)
+        if cls is None:
+            table.add_row(name, f"no: {reason}", "", "", "", "", "", "")
+            continue
+        caps = cls.CAPABILITIES
+        kinds = "/".join(k for k in ("lp", "qp", "socp") if getattr(caps, k))
+        table.add_row(name, "yes" if reason is None else f"no: {reason}", kinds, str(caps.batched),
+                      ",".join(caps.devices), ",".join(caps.dtypes), ",".join(cls.SETTINGS),
+                      ", ".join(cls.options()))
+    console.print(table)
+    fams = Table(title="problem families")
+    for col in ("name", "kinds", "description", "parameters (defaults)"):
+        fams.add_column(col)
+    for name, fam in problems.families().items():
+        params = ", ".join(f"{k}={v!r}" for k, v in fam.parameters().items() if k != "kind")
+        fams.add_row(name, ",".join(fam.kinds), fam.description, params)
+    console.print(fams)
+
+
+@app.command()
+def run(
+    family: Optional[list[str]] = typer.Option(None, "--family", "-f", help="family spec, e.g. planar-box or 'planar-box[kind=exit,disk=True]'; repeatable; default: every family and kind"),
+    solver: Optional[list[str]] = typer.Option(None, "--solver", "-s", help="solver spec name[key=value,...] or name[profile]; repeatable; default: every available adapter"),
+    n: Optional[list[str]] = typer.Option(None, "--n", help="scenes per cell (comma-separated or repeated); default from --preset"),
+    dtype: Optional[list[str]] = typer.Option(None, "--dtype", help="float32 and/or float64; default both (each adapter runs those it supports)"),
+    device: str = typer.Option("auto", "--device", help="cpu, gpu, or auto (cpu, plus gpu when JAX sees one)"),
+    seed: int = typer.Option(0, "--seed", help="generator seed"),
+    repeats: Optional[int] = typer.Option(None, "--repeats", help="timed repeats per cell; default from --preset"),
+    timeout: float = typer.Option(600.0, "--timeout", help="seconds per cell before its worker is killed"),
+    out: Path = typer.Option(Path("results/runs"), "--out", help="directory holding run directories"),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="name of the run directory; default: a UTC timestamp"),
+    resume: bool = typer.Option(False, "--resume", help="continue the run named by --run-id (default: out/latest), skipping finished cells"),
+    preset: str = typer.Option("default", "--preset", help=f"one of {list(PRESETS)}"),
+) -> None:
+    """Run the grid families x solvers x dtypes x devices x sizes; one worker process per cell."""
+    try:
+        if preset not in PRESETS:
+            _fail(f"--preset: expected one of {list(PRESETS)}, got {preset!r}")
+        conf = PRESETS[preset]
+        try:
+            sizes = [int(v) for v in _split(n)] or conf["n"]
+        except ValueError:
+            _fail(f"--n: expected integers, got {n!r}")
+        fam_specs = family or [f"{name}[kind={k}]" for name, fam in problems.families().items()
+                               for k in fam.kinds if conf["kinds"] is None or k in conf["kinds"]]
+        solver_specs = solver or [name for name, reason in solvers.available().items() if reason is None]
+        dtypes = _split(dtype) or list(grid.DTYPES)
+        if device not in ("auto", "cpu", "gpu"):
+            _fail(f"--device: expected auto, cpu or gpu, got {device!r}")
+        devices = (["cpu", "gpu"] if has_gpu() else ["cpu"]) if device == "auto" else [device]
+        cells, skipped = grid.expand(fam_specs, solver_specs, dtypes, devices, sizes, seed,
+                                     repeats if repeats is not None else conf["repeats"])
+    except BenchError as exc:
+        _fail(str(exc))
+    if not cells:
+        _fail("nothing to run: every combination was skipped: " + "; ".join(f"{a}: {b}" for a, b in skipped))
+    if resume:
+        run_dir = out / run_id if run_id else (out / "latest").resolve()
+        if not run_dir.is_dir():
+            _fail(f"--resume: no run directory {str(run_dir)!r} to resume")
+    else:
+        run_dir = out / (run_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
+        if run_dir.exists() and any(run_dir.glob("*.parquet")):
+            _fail(f"--run-id: {str(run_dir)!r} already holds results; pass --resume to continue it")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    name = run_dir.name
+    command = shlex.join(["contactbench", *sys.argv[1:]])
+    runner.write_manifest(run_dir, {
+        "run_id": name, "command": command, "started": datetime.now(timezone.utc).isoformat(),
+        "cells": [c.to_dict() for c in cells], "skipped": skipped,
+        "tolerances": DEFAULT_TOLERANCES.as_dict(),
+    })
+    runner.point_latest(out, run_dir)
+    for what, why in skipped:
+        console.print(f"[dim]skip {what}: {why}[/]")
+    console.print(f"run [bold]{name}[/]: {len(cells)} cells -> {run_dir}")
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task("cells", total=len(cells))
+
+        def started(cell: grid.Cell) -> None:
+            progress.update(task, description=f"{cell.family}/{cell.kind} {cell.solver} {cell.dtype} {cell.device} n={cell.n}")
+
+        def done(result: runner.CellResult) -> None:
+            progress.advance(task)
+            c = result.cell
+            head = f"{c.family}/{c.kind} {c.solver} {c.dtype} {c.device} n={c.n}"
+            if result.state == "skipped":
+                progress.console.print(f"[dim]= {head}: already done[/]")
+            elif result.state == "done":
+                r = result.rows
+                counts = r["outcome"].value_counts()
+                progress.console.print(
+                    f"[green]✓[/] {head}: {counts.get('correct', 0)}/{len(r)} correct, "
+                    f"{counts.get('false_accept', 0)} false accept, {counts.get('uncertain', 0)} uncertain, "
+                    f"{counts.get('failed', 0)} failed; {r['ms_per_256'].iloc[0]:.3g} ms/256 "
+                    f"(compile {r['compile_s'].iloc[0]:.2g} s)")
+            else:
+                progress.console.print(f"[red]✗[/] {head}: {result.state}: {result.reason.splitlines()[0] if result.reason else ''}")
+
+        results = runner.run_cells(cells, run_dir, name, timeout=timeout, resume=resume,
+                                   on_start=started, on_done=done)
+    rows = report.load_runs([run_dir])
+    summary = report.summarize(rows)
+    _print_summary(summary)
+    bad = [r for r in results if r.state not in ("done", "skipped")]
+    console.print(f"results: {run_dir}  ({len(results) - len(bad)} cells ok, {len(bad)} failed)")
+
+
+def _print_summary(summary) -> None:
+    table = Table(title="summary")
+    for col in summary.columns:
+        table.add_column(str(col), justify="right" if summary[col].dtype.kind in "fiu" else "left")
+    for _, row in summary.iterrows():
+        table.add_row(*[f"{v:.3g}" if isinstance(v, float) else str(v) for v in row])
+    console.print(table)
+
+
+@app.command("report")
+def report_cmd(
+    run_dirs: list[Path] = typer.Argument(..., help="run directories (e.g. results/runs/latest)"),
+    out: Path = typer.Option(Path("results/latest"), "--out", help="where report.md and report.csv go"),
+) -> None:
+    """Summarise runs into report.md / report.csv (and print the table)."""
+    try:
+        rows = report.load_runs(run_dirs)
+    except BenchError as exc:
+        _fail(str(exc))
+    summary = report.write_report(rows, out, [report.read_manifest(d) for d in run_dirs])
+    _print_summary(summary)
+    console.print(f"wrote {out / 'report.md'} and {out / 'report.csv'}")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

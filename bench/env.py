@@ -1,0 +1,71 @@
+"""The environment stamped on every result row: versions, CPU, JAX devices, git commit."""
+
+from __future__ import annotations
+
+import platform
+import socket
+import subprocess
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+PACKAGES = ("contactbench", "numpy", "scipy", "pandas", "highspy", "jax", "jaxlib", "linrax")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def cpu_model() -> str:
+    """The CPU model name from /proc/cpuinfo, else ``platform.processor()``."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def git_commit(root: Path = REPO_ROOT) -> str:
+    """The checked-out commit of the project (``+dirty`` when the tree has changes), or 'unknown'."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                             timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return sha + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def host_environment() -> dict[str, str]:
+    """Versions, CPU, host and commit: the same for every cell of a run (no JAX import)."""
+    env = {
+        "env_python": platform.python_version(),
+        "env_platform": platform.platform(),
+        "env_cpu": cpu_model(),
+        "env_host": socket.gethostname(),
+        "env_commit": git_commit(),
+    }
+    for pkg in PACKAGES:
+        try:
+            env[f"env_{pkg}"] = version(pkg)
+        except PackageNotFoundError:
+            env[f"env_{pkg}"] = ""
+    return env
+
+
+def jax_devices() -> str:
+    """JAX's devices in this process (e.g. ``cpu:TFRT_CPU_0``), or '' without JAX."""
+    try:
+        import jax
+    except ImportError:
+        return ""
+    return ",".join(f"{d.platform}:{d}" for d in jax.devices())
+
+
+def has_gpu() -> bool:
+    """True when JAX sees a GPU here."""
+    try:
+        import jax
+
+        return bool(jax.devices("gpu"))
+    except Exception:  # no jax, or no GPU backend
+        return False

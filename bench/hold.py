@@ -1,0 +1,63 @@
+"""``check(scene)``: the one-call hold test for users, with witness, certificate and margin."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from problems import EXIT_CAP, HoldScene, hold_batch
+from solvers import Adapter, from_spec
+
+from .verify import DEFAULT_TOLERANCES, Tolerances, verify_exit, verify_lp1
+
+AXES_BY_DIM = {3: ("f_x", "f_z", "tau_y"), 6: ("f_x", "f_y", "f_z", "tau_x", "tau_y", "tau_z")}
+
+
+@dataclass(frozen=True)
+class HoldCheck:
+    """Result of ``check``.
+
+    verdict : 'supported', 'unsupported', 'uncertain' or 'failed' (verified, see ``bench.verify``).
+    delta : LP-1 optimum from the solver: l1 distance from need to the cone (0 = supported).
+    witness : (k,) edge weights lam >= 0 with W lam = need, when supported; else None.
+    certificate : (d,) dual y with W^T y <= 0 and need @ y > 0, when unsupported; else None.
+        seed 002's Farkas plane is z = -y.
+    exits : pure direction name -> checked exit distance t (0 where unchecked), when
+        supported and margins were asked for.
+    margin : signed l1 margin: min exit when supported, -delta when unsupported,
+        NaN when uncertain or not asked for.
+    """
+
+    verdict: str
+    delta: float
+    witness: np.ndarray | None
+    certificate: np.ndarray | None
+    exits: dict[str, float]
+    margin: float
+
+
+def check(scene: HoldScene, solver: str | Adapter = "highs", margin: bool = True,
+          tolerances: Tolerances = DEFAULT_TOLERANCES, cap: float = EXIT_CAP) -> HoldCheck:
+    """Can the contacts of ``scene`` hold it? Solves LP-1 (and the 2d exits) and verifies.
+
+    ``solver`` is an adapter or a spec such as ``"highs"`` or ``"linrax[dtype=float64]"``.
+    """
+    adapter = from_spec(solver) if isinstance(solver, str) else solver
+    meta = pd.DataFrame([{"case": 0}])
+    batch = hold_batch("scene", [scene], meta, "lp1")
+    solution = adapter.solve_batch(*batch.arrays())
+    row = verify_lp1(batch, solution, tolerances).iloc[0]
+    verdict, delta = str(row["verdict"]), float(row["delta"])
+    witness = solution.x[0, : scene.k].copy() if verdict == "supported" else None
+    certificate = solution.y_eq[0].copy() if verdict == "unsupported" else None
+    exits: dict[str, float] = {}
+    value = -delta if verdict == "unsupported" else float("nan")
+    if margin and verdict == "supported":
+        axes = AXES_BY_DIM.get(scene.d, tuple(f"e{i}" for i in range(scene.d)))
+        ebatch = hold_batch("scene", [scene], meta, "exit", axes=axes, cap=cap)
+        checked = verify_exit(ebatch, adapter.solve_batch(*ebatch.arrays()), tolerances)
+        exits = dict(zip(ebatch.meta["direction"], checked["exit"].astype(float)))
+        value = min(exits.values())
+    return HoldCheck(verdict, delta, witness, certificate, exits, value)

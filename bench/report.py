@@ -1,0 +1,95 @@
+"""Reports: per family x kind x solver x settings x device x dtype x batch size.
+
+Columns: ``n`` (LPs verified), ``correct``, ``false_accept`` (unsafe), ``false_reject``,
+``uncertain``, ``failed`` (counts), ``ms_per_256`` (median milliseconds per 256 scenes;
+an exit cell solves 2d LPs per scene), ``us_per_lp`` (median microseconds per LP),
+``iqr_ms`` (interquartile range of the batch time), ``compile_s`` (first call minus a
+steady call: JIT compile and warm-up).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from solvers import ProblemError
+
+from .verify import OUTCOMES
+
+GROUP = ["family", "kind", "solver_label", "device", "dtype", "n_scenes"]
+
+
+def load_runs(run_dirs: list[Path | str]) -> pd.DataFrame:
+    """All cell rows of the given run directories (symlinks such as ``latest`` resolved)."""
+    frames = []
+    for run_dir in run_dirs:
+        path = Path(run_dir).resolve()
+        if not path.is_dir():
+            raise ProblemError(f"run_dir: expected a run directory, got {str(run_dir)!r} (not a directory)")
+        files = sorted(path.glob("*.parquet"))
+        if not files:
+            raise ProblemError(f"run_dir: {str(run_dir)!r} holds no cell results (*.parquet)")
+        frames += [pd.read_parquet(f) for f in files]
+    return pd.concat(frames, ignore_index=True)
+
+
+def summarize(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell group with outcome counts and timing (see module docstring)."""
+    rows = rows.copy()
+    for col in ("ms_per_256", "us_per_lp", "ms_batch_iqr", "compile_s"):
+        if col not in rows:
+            rows[col] = float("nan")
+    counts = pd.crosstab([rows[g] for g in GROUP], rows["outcome"]).reindex(columns=list(OUTCOMES), fill_value=0)
+    timing = rows.groupby(GROUP).agg(
+        n=("outcome", "size"), ms_per_256=("ms_per_256", "median"), us_per_lp=("us_per_lp", "median"),
+        iqr_ms=("ms_batch_iqr", "median"), compile_s=("compile_s", "median"),
+    )
+    out = timing[["n"]].join(counts).join(timing.drop(columns="n")).reset_index()
+    out = out.rename(columns={"solver_label": "solver", "n_scenes": "scenes"})
+    return out.sort_values(["family", "kind", "scenes", "ms_per_256"], na_position="last").reset_index(drop=True)
+
+
+def provenance(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: id, commit, CPU, host, JAX devices and package versions."""
+    cols = ["run_id"] + sorted(c for c in rows.columns if c.startswith("env_"))
+    return rows[cols].drop_duplicates("run_id").reset_index(drop=True)
+
+
+def _markdown(df: pd.DataFrame) -> str:
+    return df.to_markdown(index=False, floatfmt=".3g")
+
+
+def write_report(rows: pd.DataFrame, out_dir: Path | str, manifests: list[dict] | None = None) -> pd.DataFrame:
+    """Write ``report.md``, ``report.csv`` and ``provenance.csv`` under ``out_dir``; return the summary."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = summarize(rows)
+    summary.to_csv(out / "report.csv", index=False)
+    prov = provenance(rows)
+    prov.to_csv(out / "provenance.csv", index=False)
+    lines = ["# contactbench report", "",
+             "Outcomes are verified independently of each solver against a HiGHS float64 reference "
+             "(`false_accept` = said supported, is not: the unsafe error). `ms_per_256` is the median "
+             "time per 256 scenes; `compile_s` is first call minus a steady call.", "",
+             _markdown(summary), "", "## Failures", ""]
+    failed = rows[rows.get("error_type", pd.Series("", index=rows.index)).fillna("") != ""]
+    if len(failed):
+        first = failed.drop_duplicates("cell_id")[["cell_id", "error_type", "error"]]
+        for _, r in first.iterrows():
+            lines.append(f"- `{r.cell_id}`: {r.error_type}: {str(r.error).splitlines()[0] if r.error else ''}")
+    else:
+        lines.append("None.")
+    lines += ["", "## Provenance", "", _markdown(prov.T.reset_index().rename(columns={"index": "field"}))]
+    for m in manifests or []:
+        lines += ["", f"Run `{m.get('run_id')}`: `{m.get('command', '')}`; skipped: "
+                  + (", ".join(f"{a} ({b})" for a, b in m.get("skipped", [])) or "none")]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    return summary
+
+
+def read_manifest(run_dir: Path | str) -> dict:
+    """The run's ``run.json``, or {} when absent."""
+    path = Path(run_dir) / "run.json"
+    return json.loads(path.read_text()) if path.exists() else {}

@@ -1,0 +1,229 @@
+"""Run cells in isolated worker processes and write one parquet file per finished cell.
+
+Per cell (in a fresh ``spawn`` worker, so float32 and float64 JAX never share a process
+and a crash or hang takes nothing else down):
+
+1. regenerate the batch (generators are pure) and load the cached float64 reference;
+2. ``prepare`` (untimed), one warm-up ``run`` (JIT compile included, recorded as
+   ``first_call_ms`` and ``compile_s``), then ``repeats`` timed ``run`` calls (median,
+   min, IQR; JAX adapters block until ready inside ``run``);
+3. ``collect``, verify, compare with the reference, stamp the environment;
+4. write ``<cell_id>.parquet`` atomically (temp name, then rename).
+
+The parent waits at most ``timeout`` seconds per cell; a hang is killed and a crash is
+caught, and either becomes ``failed`` rows carrying the reason and the worker's log tail.
+``resume`` skips cells whose parquet already exists.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+import problems
+import solvers
+from solvers import check_standard_form
+
+from .env import host_environment, jax_devices
+from .grid import Cell
+from .reference import reference
+from .verify import DEFAULT_TOLERANCES, exit_outcomes, lp1_outcomes, verify_exit, verify_lp1
+
+CASES_PER_REPORT = 256
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """What the parent learnt of one cell: ``state`` is done, failed, timeout, crashed or skipped."""
+
+    cell: Cell
+    state: str
+    path: Path | None
+    rows: pd.DataFrame | None
+    seconds: float
+    reason: str = ""
+
+
+def batch_for(cell: Cell) -> problems.ProblemBatch:
+    """The cell's problem batch (pure function of the cell's problem fields)."""
+    return problems.generate(cell.family, cell.n, cell.seed, **cell.params)
+
+
+def base_rows(cell: Cell, batch: problems.ProblemBatch, ref: pd.DataFrame, env: dict[str, str],
+              run_id: str) -> pd.DataFrame:
+    """Identity, parameters (``meta_*``) and reference columns, one row per LP of the batch."""
+    name, settings = cell.adapter_settings()
+    meta = batch.meta.add_prefix("meta_")
+    head = pd.DataFrame({
+        "run_id": run_id, "cell_id": cell.cell_id, "family": cell.family, "kind": cell.kind,
+        "family_params": json.dumps(cell.params, sort_keys=True), "n_scenes": cell.n,
+        "n_lps": len(batch), "seed": cell.seed, "solver": name, "solver_spec": cell.solver,
+        "settings": json.dumps(settings, sort_keys=True), "dtype": cell.dtype, "device": cell.device,
+        "lp_index": np.arange(len(batch)),
+    })
+    env_cols = pd.DataFrame({k: [v] * len(batch) for k, v in env.items()})
+    return pd.concat([head, meta, ref.reset_index(drop=True), env_cols], axis=1)
+
+
+def failed_rows(cell: Cell, batch: problems.ProblemBatch, ref: pd.DataFrame, env: dict[str, str],
+                run_id: str, error_type: str, error: str) -> pd.DataFrame:
+    """Rows for a cell that produced no answers: every case ``failed`` with the reason."""
+    rows = base_rows(cell, batch, ref, env, run_id)
+    return rows.assign(verdict="failed", outcome="failed", status="error", error_type=error_type,
+                       error=error[-4000:], solver_label=cell.solver)
+
+
+def _timed_solve(adapter, batch: problems.ProblemBatch, repeats: int):
+    problem = check_standard_form(*batch.arrays(), P=batch.P, batched=True)
+    prepared = adapter.prepare(problem)
+    t0 = time.perf_counter()
+    raw = adapter.run(prepared)
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        raw = adapter.run(prepared)
+        times.append(time.perf_counter() - t0)
+    return adapter.collect(raw, prepared), first, np.array(times)
+
+
+def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | None = None) -> pd.DataFrame:
+    """Run one cell in this process and return its rows (solver exceptions become failed rows)."""
+    batch = batch_for(cell)
+    ref = reference(batch, cache_dir=cache_dir)
+    name, settings = cell.adapter_settings()
+    try:
+        adapter = solvers.get(name, **settings)
+        solution, first, times = _timed_solve(adapter, batch, cell.repeats)
+    except Exception as exc:  # recorded, never swallowed: the rows carry type and text
+        env = {**env, "env_jax_devices": jax_devices() if "jax" in sys.modules else ""}
+        return failed_rows(cell, batch, ref, env, run_id, type(exc).__name__,
+                           f"{exc}\n{traceback.format_exc()}")
+    # JAX is imported by now if the adapter uses it; non-JAX cells do not pay for it.
+    env = {**env, "env_jax_devices": jax_devices() if "jax" in sys.modules else ""}
+    rows = base_rows(cell, batch, ref, env, run_id)
+    if batch.kind == "lp1":
+        checked = verify_lp1(batch, solution, DEFAULT_TOLERANCES)
+        outcome = lp1_outcomes(checked["verdict"], ref["truth"])
+    else:
+        checked = verify_exit(batch, solution, DEFAULT_TOLERANCES)
+        outcome = exit_outcomes(checked["verdict"], checked["exit"], ref["ref_exit"], DEFAULT_TOLERANCES)
+    median_ms = float(np.median(times) * 1e3)
+    q75, q25 = np.percentile(times * 1e3, [75, 25])
+    cell_cols = {
+        "solver_label": adapter.label, "profile": adapter.profile,
+        "status": [s.value for s in solution.status], "native_status": solution.native_status.astype(str),
+        "message": solution.message.astype(str), "iterations": solution.iterations,
+        "objective": solution.objective, "outcome": outcome, "error_type": "", "error": "",
+        "repeats": cell.repeats, "ms_batch_median": median_ms, "ms_batch_min": float(times.min() * 1e3),
+        "ms_batch_iqr": float(q75 - q25), "first_call_ms": first * 1e3,
+        "compile_s": max(first - float(np.median(times)), 0.0),
+        "ms_per_256": median_ms * CASES_PER_REPORT / cell.n, "us_per_lp": median_ms * 1e3 / len(batch),
+        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    return pd.concat([rows, checked.reset_index(drop=True), pd.DataFrame(cell_cols)], axis=1)
+
+
+def write_atomic(rows: pd.DataFrame, path: Path) -> None:
+    """Write ``rows`` as parquet at ``path`` via a temp file and an atomic rename."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    rows.to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def _worker(cell_data: dict, env: dict[str, str], run_id: str, out: str, log: str, cache: str | None) -> None:
+    """Worker entry point: C-level stdout/stderr go to the cell's log file."""
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    cell = Cell.from_dict(cell_data)
+    rows = solve_cell(cell, env, run_id, Path(cache) if cache else None)
+    write_atomic(rows, Path(out))
+
+
+def _log_tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def run_cells(cells: list[Cell], run_dir: Path, run_id: str, *, timeout: float = 600.0,
+              resume: bool = False, cache_dir: Path | None = None,
+              on_start: Callable[[Cell], None] | None = None,
+              on_done: Callable[[CellResult], None] | None = None) -> list[CellResult]:
+    """Run every cell in its own worker; returns one ``CellResult`` per cell, in order.
+
+    ``timeout`` is in seconds per cell (warm-up and repeats included). References are
+    computed here once per distinct problem set, before the workers start.
+    """
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "logs").mkdir(exist_ok=True)
+    env = host_environment()
+    ctx = mp.get_context("spawn")
+    results = []
+    batches: dict[tuple, tuple] = {}
+    for cell in cells:
+        path = run_dir / f"{cell.cell_id}.parquet"
+        if on_start:
+            on_start(cell)
+        started = time.perf_counter()
+        if resume and path.exists():
+            result = CellResult(cell, "skipped", path, None, 0.0, "finished in an earlier attempt")
+        else:
+            if cell.problem_key not in batches:
+                batch = batch_for(cell)
+                batches[cell.problem_key] = (batch, reference(batch, cache_dir=cache_dir))
+            batch, ref = batches[cell.problem_key]
+            log = run_dir / "logs" / f"{cell.cell_id}.log"
+            proc = ctx.Process(target=_worker, args=(cell.to_dict(), env, run_id, str(path), str(log),
+                                                     str(cache_dir) if cache_dir else None))
+            proc.start()
+            proc.join(timeout)
+            state, reason = "done", ""
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+                state, reason = "timeout", f"cell exceeded the {timeout:g} s timeout and was killed"
+            elif proc.exitcode != 0 or not path.exists():
+                state = "crashed"
+                reason = f"worker exited with code {proc.exitcode} without results\n{_log_tail(log)}"
+            if state != "done":
+                write_atomic(failed_rows(cell, batch, ref, env, run_id, state, reason), path)
+            rows = pd.read_parquet(path)
+            if state == "done" and (rows["error_type"] != "").any():
+                state, reason = "failed", str(rows["error"].iloc[0]).splitlines()[0]
+            result = CellResult(cell, state, path, rows, time.perf_counter() - started, reason)
+        results.append(result)
+        if on_done:
+            on_done(result)
+    return results
+
+
+def write_manifest(run_dir: Path, data: dict) -> None:
+    """Write ``run.json`` (run id, command line, grid, skipped cells, tolerances) atomically."""
+    path = run_dir / "run.json"
+    tmp = path.with_name(f".run.json.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
+    os.replace(tmp, path)
+
+
+def point_latest(out: Path, run_dir: Path) -> None:
+    """Make ``out/latest`` a relative symlink to ``run_dir`` (replaced atomically)."""
+    link = out / "latest"
+    tmp = out / f".latest.{os.getpid()}"
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    os.symlink(os.path.relpath(run_dir, out), tmp)
+    os.replace(tmp, link)
