@@ -39,6 +39,21 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def _command_line(ctx: typer.Context) -> str:
+    """The invocation rebuilt from parsed parameters (reproducible, whoever called us)."""
+    parts = ["contactbench", ctx.info_name or "run"]
+    for key, value in ctx.params.items():
+        flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            parts += [flag] if value else []
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                parts += [flag, str(item)]
+        elif value is not None:
+            parts += [flag, str(value)]
+    return shlex.join(parts)
+
+
 def _split(values: list[str] | None) -> list[str]:
     return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
 
@@ -73,6 +88,7 @@ def list_cmd() -> None:
 
 @app.command()
 def run(
+    ctx: typer.Context,
     family: Optional[list[str]] = typer.Option(None, "--family", "-f", help="family spec, e.g. planar-box or 'planar-box[kind=exit,disk=True]'; repeatable; default: every family and kind"),
     solver: Optional[list[str]] = typer.Option(None, "--solver", "-s", help="solver spec name[key=value,...] or name[profile]; repeatable; default: every available adapter"),
     n: Optional[list[str]] = typer.Option(None, "--n", help="scenes per cell (comma-separated or repeated); default from --preset"),
@@ -118,7 +134,7 @@ def run(
             _fail(f"--run-id: {str(run_dir)!r} already holds results; pass --resume to continue it")
     run_dir.mkdir(parents=True, exist_ok=True)
     name = run_dir.name
-    command = shlex.join(["contactbench", *sys.argv[1:]])
+    command = _command_line(ctx)
     runner.write_manifest(run_dir, {
         "run_id": name, "command": command, "started": datetime.now(timezone.utc).isoformat(),
         "cells": [c.to_dict() for c in cells], "skipped": skipped,

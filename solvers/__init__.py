@@ -7,12 +7,12 @@ for shapes and dual conventions and ``solvers.registry`` for how adapters are fo
 
 from .base import Adapter, Option, module_api
 from .errors import BenchError, ProblemError, SolverError, SolverNotAvailable
-from .registry import adapters, available, from_spec, get, parse_spec, register
+from .registry import adapters, available, from_spec, get, parse_spec, refresh, register
 from .types import BatchSolution, Capabilities, Solution, StandardForm, Status, check_standard_form
 
 __all__ = [
     "Adapter", "Option", "module_api",
     "BenchError", "ProblemError", "SolverError", "SolverNotAvailable",
-    "adapters", "available", "from_spec", "get", "parse_spec", "register",
+    "adapters", "available", "from_spec", "get", "parse_spec", "refresh", "register",
     "BatchSolution", "Capabilities", "Solution", "StandardForm", "Status", "check_standard_form",
 ]

@@ -111,9 +111,9 @@ class Adapter:
 
     @property
     def label(self) -> str:
-        """``name`` or ``name[profile,key=value,...]``: what reports show for these settings."""
+        """``name`` or ``name[profile,key=value,...]``: what reports show (dtype and device have columns of their own)."""
         parts = [] if self.profile == "default" else [self.profile]
-        parts += [f"{k}={v}" for k, v in sorted(self.overrides.items()) if k != "dtype"]
+        parts += [f"{k}={v}" for k, v in sorted(self.overrides.items()) if k not in ("dtype", "device")]
         return f"{self.NAME}[{','.join(parts)}]" if parts else self.NAME
 
     # ------------------------------------------------------------------ phases

@@ -4,7 +4,7 @@ Adapters are found, in this order, in
 
 1. every module ``solvers/<name>_.py`` of this package (drop a file in, done);
 2. the entry-point group ``contactbench.solvers`` of installed packages
-   (value: a module exposing ``ADAPTER``, or ``module:Class``);
+   (value: a module exposing ``ADAPTER`` or a list ``ADAPTERS``, or ``module:Class``);
 3. modules named in the environment variable ``CONTACTBENCH_PLUGINS``
    (comma-separated importable module names), for local adapters without packaging.
 
@@ -41,16 +41,19 @@ def register(cls: type[Adapter]) -> type[Adapter]:
     return cls
 
 
-def _adapter_of(obj: Any) -> type[Adapter]:
-    cls = getattr(obj, "ADAPTER", obj)
-    if not (isinstance(cls, type) and issubclass(cls, Adapter)):
-        raise TypeError(f"{obj!r} exposes no ADAPTER (an Adapter subclass)")
-    return cls
+def _adapters_of(obj: Any) -> list[type[Adapter]]:
+    """The adapter classes a module (``ADAPTER`` or ``ADAPTERS``) or a class stands for."""
+    found = getattr(obj, "ADAPTERS", None) or [getattr(obj, "ADAPTER", obj)]
+    for cls in found:
+        if not (isinstance(cls, type) and issubclass(cls, Adapter)):
+            raise TypeError(f"{obj!r} exposes no ADAPTER / ADAPTERS of Adapter subclasses (got {cls!r})")
+    return list(found)
 
 
 def _load_source(label: str, loader) -> None:
     try:
-        register(_adapter_of(loader()))
+        for cls in _adapters_of(loader()):
+            register(cls)
     except Exception as exc:  # a broken plug-in must not break the registry
         _BROKEN[label] = f"{type(exc).__name__}: {exc}"
 
@@ -69,6 +72,15 @@ def _load() -> None:
         _load_source(ep.name, ep.load)
     for mod in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
         _load_source(mod, lambda m=mod: importlib.import_module(m))
+
+
+def refresh() -> None:
+    """Forget every registration and look again (after installing a plug-in or changing
+    ``CONTACTBENCH_PLUGINS`` in a running process)."""
+    global _LOADED
+    _ADAPTERS.clear()
+    _BROKEN.clear()
+    _LOADED = False
 
 
 def adapters() -> dict[str, type[Adapter]]:

@@ -1,0 +1,53 @@
+"""Shared fixtures: adapters to run everywhere, per-dtype tolerances, an isolated cache."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+import solvers
+
+TESTS_DIR = Path(__file__).resolve().parent
+REPO = TESTS_DIR.parent
+
+
+def real_adapter_params():
+    """(name, dtype) for every available built-in adapter and each dtype it computes in;
+    unavailable adapters appear as skipped params with their recorded reason."""
+    params = []
+    for name, reason in solvers.available().items():
+        cls = solvers.adapters().get(name)
+        if cls is None or name.startswith("fake-"):
+            continue
+        for dtype in cls.CAPABILITIES.dtypes:
+            marks = [pytest.mark.skip(reason=reason)] if reason else []
+            params.append(pytest.param(name, dtype, id=f"{name}-{dtype}", marks=marks))
+    return params
+
+
+#: absolute tolerance on primal/dual values by dtype.
+ATOL = {"float32": 2e-4, "float64": 1e-7}
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path, monkeypatch):
+    """Every test gets its own reference cache directory."""
+    monkeypatch.setenv("CONTACTBENCH_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def fake_plugins(monkeypatch):
+    """Load tests/fake_adapters.py through CONTACTBENCH_PLUGINS (also in spawned workers)."""
+    monkeypatch.setenv("CONTACTBENCH_PLUGINS", "fake_adapters")
+    paths = [str(TESTS_DIR), os.environ.get("PYTHONPATH", "")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in paths if p))
+    if str(TESTS_DIR) not in sys.path:
+        monkeypatch.syspath_prepend(str(TESTS_DIR))
+    solvers.refresh()
+    yield
+    monkeypatch.delenv("CONTACTBENCH_PLUGINS")
+    solvers.refresh()

@@ -1,0 +1,64 @@
+"""The contactbench command line: list, run, report, and exit code 2 on bad arguments."""
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from bench.cli import app
+
+cli = CliRunner()
+
+
+def test_list_shows_adapters_and_family_parameters():
+    res = cli.invoke(app, ["list"], terminal_width=250)
+    assert res.exit_code == 0, res.output
+    for word in ("highs", "linrax", "planar-box", "lp1,exit", "disk_fmax", "float32"):
+        assert word in res.output
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--solver", "nope"], "solver: expected one of"),
+    (["--solver", "highs[threads=many]"], "setting 'threads'"),
+    (["--solver", "linrax[dtype=float64]"], "set dtype and device with --dtype"),
+    (["--dtype", "float16"], "dtype: expected one of"),
+    (["--family", "planar-box[speed=3]"], "unknown parameters ['speed']"),
+    (["--family", "cube"], "family: expected one of"),
+    (["--n", "abc"], "--n: expected integers"),
+    (["--device", "tpu"], "--device: expected auto, cpu or gpu"),
+    (["--preset", "huge"], "--preset: expected one of"),
+    (["--solver", "highs", "--dtype", "float32"], "nothing to run"),
+])
+def test_bad_run_arguments_exit_2_with_message(tmp_path, args, words):
+    res = cli.invoke(app, ["run", "--out", str(tmp_path), *args], terminal_width=250)
+    assert res.exit_code == 2, res.output
+    assert words in res.output
+    assert not list(tmp_path.rglob("*.parquet"))
+
+
+def test_run_then_report(tmp_path):
+    out = tmp_path / "runs"
+    res = cli.invoke(app, ["run", "--n", "8", "--repeats", "1", "--out", str(out), "--run-id", "r",
+                           "--family", "planar-box", "--family", "planar-box[kind=exit]"], terminal_width=250)
+    assert res.exit_code == 0, res.output
+    assert "skip highs float32" in res.output
+    assert (out / "latest").resolve() == (out / "r").resolve()
+    rep = cli.invoke(app, ["report", str(out / "latest"), "--out", str(tmp_path / "rep")], terminal_width=250)
+    assert rep.exit_code == 0, rep.output
+    table = pd.read_csv(tmp_path / "rep" / "report.csv")
+    got = set(zip(table["kind"], table["solver"], table["dtype"]))
+    assert got == {(k, s, d) for k in ("lp1", "exit") for s, d in
+                   [("highs", "float64"), ("linrax", "float32"), ("linrax", "float64")]}
+    lp1 = table[table["kind"] == "lp1"]
+    assert (lp1["n"] == 8).all() and (table[table["kind"] == "exit"]["n"] == 48).all()
+    assert (table["correct"] + table["false_accept"] + table["false_reject"] + table["uncertain"]
+            + table["failed"] == table["n"]).all()
+    assert (table["ms_per_256"] > 0).all()
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "| planar-box" in md and "env_commit" in md and "contactbench run" in md
+    again = cli.invoke(app, ["run", "--n", "8", "--out", str(out), "--run-id", "r", "--solver", "highs"])
+    assert again.exit_code == 2 and "--resume" in again.output
+
+
+def test_report_of_missing_dir_exits_2(tmp_path):
+    res = cli.invoke(app, ["report", str(tmp_path / "nothing")])
+    assert res.exit_code == 2 and "run_dir" in res.output

@@ -1,0 +1,99 @@
+"""Registry: discovery, availability, settings, specs, plug-ins."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import solvers
+from solvers import ProblemError, SolverNotAvailable
+from solvers.base import Adapter
+from solvers.types import Capabilities
+
+from conftest import REPO, TESTS_DIR
+
+
+def test_builtin_adapters_are_found_and_available():
+    avail = solvers.available()
+    assert avail["highs"] is None
+    assert avail["linrax"] is None
+
+
+def test_module_contract_of_builtin_adapters():
+    import solvers.highs_ as h
+    import solvers.linrax_ as lx
+
+    for mod in (h, lx):
+        assert isinstance(mod.NAME, str) and isinstance(mod.CAPABILITIES, Capabilities)
+        assert "default" in mod.SETTINGS and mod.SETTINGS["default"] == {}  # default overrides nothing
+        assert callable(mod.solve) and callable(mod.solve_batch)
+    s = h.solve([1.0, 1.0], [[1.0, 2.0]], [2.0], [[1.0, 0.0]], [5.0])
+    assert s.objective == pytest.approx(1.0)
+
+
+def test_get_unknown_solver_names_choices():
+    with pytest.raises(ProblemError, match=r"solver: expected one of \[.*'highs'.*\], got 'nope'"):
+        solvers.get("nope")
+
+
+def test_unknown_setting_and_bad_value():
+    with pytest.raises(ProblemError, match=r"does not accept \['speed'\]"):
+        solvers.get("highs", speed=3)
+    with pytest.raises(ProblemError, match="setting 'threads': expected a int"):
+        solvers.get("highs", threads="many")
+    with pytest.raises(ProblemError, match="setting 'dtype': expected one of \\['float64'\\]"):
+        solvers.get("highs", dtype="float32")
+    with pytest.raises(ProblemError, match="profile"):
+        solvers.get("highs", profile="warp")
+
+
+def test_profiles_and_overrides_resolve():
+    fast = solvers.get("highs", profile="fast")
+    assert fast.settings["presolve"] == "off" and fast.settings["threads"] == 1
+    assert fast.label == "highs[fast]"
+    lx = solvers.get("linrax", dtype="float64", primal_tol="1e-5")
+    assert lx.settings["primal_tol"] == 1e-5 and lx.dtype == "float64"
+    assert lx.label == "linrax[primal_tol=1e-05]"
+
+
+def test_parse_spec():
+    assert solvers.parse_spec("linrax[dtype=float64, primal_tol=1e-5]") == (
+        "linrax", {"dtype": "float64", "primal_tol": "1e-5"})
+    assert solvers.parse_spec("highs[fast]") == ("highs", {"profile": "fast"})
+    assert solvers.parse_spec("highs") == ("highs", {})
+    with pytest.raises(ProblemError, match="solver spec"):
+        solvers.parse_spec("highs[fast")
+
+
+def test_register_rejects_non_adapter():
+    with pytest.raises(ProblemError, match="Adapter subclass"):
+        solvers.register(object)
+
+
+def test_missing_package_is_reported_not_raised():
+    class Missing(Adapter):
+        NAME = "needs-missing-pkg"
+
+        @classmethod
+        def check_available(cls):
+            raise SolverNotAvailable("missingpkg is not installed; pip install missingpkg")
+
+    solvers.register(Missing)
+    try:
+        assert "pip install missingpkg" in solvers.available()["needs-missing-pkg"]
+        with pytest.raises(SolverNotAvailable):
+            solvers.get("needs-missing-pkg")
+    finally:
+        solvers.refresh()
+
+
+def test_plugins_from_environment_in_fresh_process():
+    env = {**os.environ, "CONTACTBENCH_PLUGINS": "fake_adapters,no_such_module",
+           "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), str(REPO)])}
+    out = subprocess.run([sys.executable, "-c", "import json, solvers; print(json.dumps(solvers.available()))"],
+                         env=env, capture_output=True, text=True, check=True, cwd=REPO).stdout
+    avail = json.loads(out.strip().splitlines()[-1])
+    assert avail["fake-hang"] is None and avail["fake-sleepy"] is None
+    assert "ModuleNotFoundError" in avail["no_such_module"]

@@ -1,0 +1,94 @@
+"""The run grid survives hangs and crashes, writes atomically and resumes without loss."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from bench import grid, report, runner
+
+from conftest import REPO, TESTS_DIR
+
+N = 8
+
+
+def test_hang_crash_and_raise_are_recorded_and_the_run_goes_on(tmp_path, fake_plugins):
+    specs = ["fake-hang", "fake-crash", "fake-raise", "highs", "fake-overconfident"]
+    cells, skipped = grid.expand(["planar-box"], specs, ["float64"], ["cpu"], [N], 0, 1)
+    assert [c.solver for c in cells] == specs and skipped == []
+    results = runner.run_cells(cells, tmp_path / "run", "t1", timeout=15)
+    states = {r.cell.solver: r.state for r in results}
+    assert states == {"fake-hang": "timeout", "fake-crash": "crashed", "fake-raise": "failed",
+                      "highs": "done", "fake-overconfident": "done"}
+    rows = report.load_runs([tmp_path / "run"])
+    assert len(rows) == 5 * N
+    by = {name: g for name, g in rows.groupby("solver")}
+    assert (by["fake-hang"]["outcome"] == "failed").all()
+    assert "15 s timeout" in by["fake-hang"]["error"].iloc[0]
+    crash = by["fake-crash"]["error"].iloc[0]
+    assert "exited with code 13" in crash and "fake-crash: about to die" in crash  # the log tail is kept
+    assert (by["fake-raise"]["error_type"] == "FloatingPointError").all()
+    assert "pivot on zero" in by["fake-raise"]["error"].iloc[0]
+    assert (by["highs"]["outcome"] == "correct").all()
+    # claims OPTIMAL with nothing behind it: never counted correct
+    assert (by["fake-overconfident"]["outcome"] == "uncertain").all()
+    summary = report.summarize(rows).set_index("solver")
+    assert summary.loc["fake-hang", "failed"] == N and summary.loc["highs", "correct"] == N
+    assert not list((tmp_path / "run").glob(".*tmp"))  # no temp files left behind
+
+
+def test_rows_carry_environment_and_timing(tmp_path):
+    cells, _ = grid.expand(["planar-box"], ["highs"], ["float64"], ["cpu"], [N], 0, 3)
+    [result] = runner.run_cells(cells, tmp_path / "run", "t2", timeout=120)
+    rows = result.rows
+    for col in ("env_cpu", "env_commit", "env_numpy", "env_highspy", "env_python", "dtype", "device"):
+        assert col in rows and rows[col].iloc[0] != ""
+    assert rows["repeats"].iloc[0] == 3
+    assert rows["ms_batch_min"].iloc[0] <= rows["ms_batch_median"].iloc[0]
+    assert rows["ms_per_256"].iloc[0] == pytest.approx(rows["ms_batch_median"].iloc[0] * 256 / N)
+    assert set(rows["meta_corners"]) <= {"A", "B", "AB"}
+
+
+def _cli(args, env):
+    return [sys.executable, "-m", "bench.cli", "run", *args]
+
+
+def test_resume_after_kill_loses_and_duplicates_nothing(tmp_path):
+    env = {**os.environ, "CONTACTBENCH_PLUGINS": "fake_adapters", "FAKE_SLEEP_S": "300",
+           "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), str(REPO)]),
+           "CONTACTBENCH_CACHE": str(tmp_path / "cache")}
+    out = tmp_path / "runs"
+    args = ["--family", "planar-box", "--solver", "highs", "--solver", "fake-sleepy", "--n", str(N),
+            "--repeats", "1", "--out", str(out), "--run-id", "r1", "--timeout", "600"]
+    proc = subprocess.Popen(_cli(args, env), env=env, cwd=REPO, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run_dir = out / "r1"
+    deadline = time.time() + 180
+    try:
+        while time.time() < deadline:
+            logs = list((run_dir / "logs").glob("planar-box-lp1-fake-sleepy*.log")) if run_dir.exists() else []
+            if logs and len(list(run_dir.glob("*.parquet"))) == 1:
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail("the first cell did not finish in time")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the CLI and its worker, mid-cell
+        proc.wait()
+    [first] = list(run_dir.glob("*.parquet"))
+    assert first.name.startswith("planar-box-lp1-highs")
+    mtime = first.stat().st_mtime_ns
+    env["FAKE_SLEEP_S"] = "0"
+    done = subprocess.run(_cli([*args, "--resume"], env), env=env, cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "already done" in done.stdout
+    files = sorted(p.name for p in run_dir.glob("*.parquet"))
+    assert len(files) == 2 and first.stat().st_mtime_ns == mtime  # the finished cell was not redone
+    rows = report.load_runs([run_dir])
+    assert len(rows) == 2 * N and not rows.duplicated(["cell_id", "lp_index"]).any()
+    assert (rows["outcome"] == "correct").all()
