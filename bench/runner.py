@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
-import sys
 import time
 import traceback
 from dataclasses import dataclass
@@ -107,11 +106,10 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
         adapter = solvers.get(name, **settings)
         solution, first, times = _timed_solve(adapter, batch, cell.repeats)
     except Exception as exc:  # recorded, never swallowed: the rows carry type and text
-        env = {**env, "env_jax_devices": jax_devices() if "jax" in sys.modules else ""}
+        env = {**env, "env_jax_devices": jax_devices()}
         return failed_rows(cell, batch, ref, env, run_id, type(exc).__name__,
                            f"{exc}\n{traceback.format_exc()}")
-    # JAX is imported by now if the adapter uses it; non-JAX cells do not pay for it.
-    env = {**env, "env_jax_devices": jax_devices() if "jax" in sys.modules else ""}
+    env = {**env, "env_jax_devices": jax_devices()}  # after the solve: its import is not timed
     rows = base_rows(cell, batch, ref, env, run_id)
     if batch.kind == "lp1":
         checked = verify_lp1(batch, solution, DEFAULT_TOLERANCES)

@@ -142,3 +142,13 @@ def sample(n: int, seed: int, *, mu=(0.1, 0.8), tilt=(-0.4, 0.4), push=(0.3, 0.3
         fx, fz, tau = p.pop("push")
         rows.append({"case": i, **p, "push_fx": fx, "push_fz": fz, "push_tau": tau})
     return scenes, pd.DataFrame(rows)
+
+
+def generate(n: int, seed: int = 0, **params):
+    """``problems.generate("planar-box", n, seed, **params)``: a ``ProblemBatch`` of random scenes.
+
+    ``kind`` ('lp1' or 'exit') picks the LPs; the other parameters are ``sample``'s.
+    """
+    from . import generate as generate_family  # the registry lives in the package
+
+    return generate_family("planar-box", n, seed, **params)

@@ -78,6 +78,13 @@ def test_scene_errors():
         planar_box.scene(disk_fmax=0.5)
 
 
+def test_module_generate_is_the_family():
+    from problems import planar_box
+
+    assert planar_box.generate(6, 2, kind="exit").content_hash() == \
+        problems.generate("planar-box", 6, 2, kind="exit").content_hash()
+
+
 def test_families_lists_parameters():
     fams = problems.families()
     params = fams["planar-box"].parameters()
