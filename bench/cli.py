@@ -10,6 +10,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -35,7 +36,7 @@ PRESETS = {
 
 
 def _fail(message: str) -> None:
-    console.print(f"[bold red]error:[/] {message}")
+    console.print(f"[bold red]error:[/] {escape(message)}")
     raise typer.Exit(2)
 
 
@@ -69,11 +70,11 @@ def list_cmd() -> None:
     for name, reason in avail.items():
         cls = registry.get(name)
         if cls is None:
-            table.add_row(name, f"no: {reason}", "", "", "", "", "", "")
+            table.add_row(escape(name), escape(f"no: {reason}"), "", "", "", "", "", "")
             continue
         caps = cls.CAPABILITIES
         kinds = "/".join(k for k in ("lp", "qp", "socp") if getattr(caps, k))
-        table.add_row(name, "yes" if reason is None else f"no: {reason}", kinds, str(caps.batched),
+        table.add_row(escape(name), "yes" if reason is None else escape(f"no: {reason}"), kinds, str(caps.batched),
                       ",".join(caps.devices), ",".join(caps.dtypes), ",".join(cls.SETTINGS),
                       ", ".join(cls.options()))
     console.print(table)
@@ -82,7 +83,7 @@ def list_cmd() -> None:
         fams.add_column(col)
     for name, fam in problems.families().items():
         params = ", ".join(f"{k}={v!r}" for k, v in fam.parameters().items() if k != "kind")
-        fams.add_row(name, ",".join(fam.kinds), fam.description, params)
+        fams.add_row(escape(name), ",".join(fam.kinds), escape(fam.description), escape(params))
     console.print(fams)
 
 
@@ -142,19 +143,19 @@ def run(
     })
     runner.point_latest(out, run_dir)
     for what, why in skipped:
-        console.print(f"[dim]skip {what}: {why}[/]")
+        console.print(f"[dim]skip {escape(what)}: {escape(why)}[/]")
     console.print(f"run [bold]{name}[/]: {len(cells)} cells -> {run_dir}")
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("cells", total=len(cells))
 
         def started(cell: grid.Cell) -> None:
-            progress.update(task, description=f"{cell.family}/{cell.kind} {cell.solver} {cell.dtype} {cell.device} n={cell.n}")
+            progress.update(task, description=escape(f"{cell.family}/{cell.kind} {cell.solver} {cell.dtype} {cell.device} n={cell.n}"))
 
         def done(result: runner.CellResult) -> None:
             progress.advance(task)
             c = result.cell
-            head = f"{c.family}/{c.kind} {c.solver} {c.dtype} {c.device} n={c.n}"
+            head = escape(f"{c.family}/{c.kind} {c.solver} {c.dtype} {c.device} n={c.n}")
             if result.state == "skipped":
                 progress.console.print(f"[dim]= {head}: already done[/]")
             elif result.state == "done":
@@ -166,7 +167,8 @@ def run(
                     f"{counts.get('failed', 0)} failed; {r['ms_per_256'].iloc[0]:.3g} ms/256 "
                     f"(compile {r['compile_s'].iloc[0]:.2g} s)")
             else:
-                progress.console.print(f"[red]✗[/] {head}: {result.state}: {result.reason.splitlines()[0] if result.reason else ''}")
+                why = escape(result.reason.splitlines()[0]) if result.reason else ""
+                progress.console.print(f"[red]✗[/] {head}: {result.state}: {why}")
 
         results = runner.run_cells(cells, run_dir, name, timeout=timeout, resume=resume,
                                    on_start=started, on_done=done)
@@ -182,7 +184,7 @@ def _print_summary(summary) -> None:
     for col in summary.columns:
         table.add_column(str(col), justify="right" if summary[col].dtype.kind in "fiu" else "left")
     for _, row in summary.iterrows():
-        table.add_row(*[f"{v:.3g}" if isinstance(v, float) else str(v) for v in row])
+        table.add_row(*[f"{v:.3g}" if isinstance(v, float) else escape(str(v)) for v in row])
     console.print(table)
 
 

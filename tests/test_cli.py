@@ -59,6 +59,13 @@ def test_run_then_report(tmp_path):
     assert again.exit_code == 2 and "--resume" in again.output
 
 
+def test_profile_spec_is_shown_verbatim(tmp_path):
+    res = cli.invoke(app, ["run", "--n", "4", "--repeats", "1", "--out", str(tmp_path), "--family", "planar-box",
+                           "--solver", "highs[fast]"], terminal_width=250)
+    assert res.exit_code == 0, res.output
+    assert "planar-box/lp1 highs[fast] float64" in res.output  # not eaten as console markup
+
+
 def test_report_of_missing_dir_exits_2(tmp_path):
     res = cli.invoke(app, ["report", str(tmp_path / "nothing")])
     assert res.exit_code == 2 and "run_dir" in res.output
