@@ -46,3 +46,81 @@ def device(kind: str | None):
         return jax.devices(kind)[0]
     except RuntimeError as exc:
         raise SolverNotAvailable(f"device {kind!r} is not available to JAX here ({exc})") from None
+
+
+class JaxBatchedAdapter:
+    """Mixin for adapters that solve a whole batch with ``jax.jit(jax.vmap(one_case))``.
+
+    Subclasses (which also derive from ``solvers.Adapter``) implement ``one_case`` (traced,
+    one problem, returns ``(x, y_eq, y_ub, code, iterations)`` already in the project's
+    sign convention) and ``status_of`` (native codes -> ``Status`` and names). This mixin
+    casts to the adapter's dtype, places data on its device, traces under the matching
+    x64 setting, and blocks until the results are ready inside the timed ``run``.
+    """
+
+    #: the option every JAX adapter accepts (merged into the subclass's OPTIONS).
+    @staticmethod
+    def device_option():
+        from .base import Option
+
+        return Option(str, None, "JAX device platform; None = JAX's default", choices=("cpu", "gpu"))
+
+    @property
+    def device_name(self) -> str:
+        """Platform the solves run on ('cpu' or 'gpu')."""
+        return device(self.settings["device"]).platform
+
+    def one_case(self, c, A_eq, b_eq, A_ub, b_ub, P=None):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def status_of(self, code):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def _compiled(self, with_P: bool):
+        cache = self.__dict__.setdefault("_jitted", {})
+        if with_P not in cache:
+            jax = import_jax()
+            if with_P:
+                cache[with_P] = jax.jit(jax.vmap(self.one_case))
+            else:
+                cache[with_P] = jax.jit(jax.vmap(lambda c, Ae, be, Au, bu: self.one_case(c, Ae, be, Au, bu)))
+        return cache[with_P]
+
+    def prepare(self, problem):
+        """Cast to the adapter's dtype and place on its device (untimed)."""
+        import numpy as np
+
+        jax = import_jax()
+        dev = device(self.settings["device"])
+        arrays = [problem.c, problem.A_eq, problem.b_eq, problem.A_ub, problem.b_ub]
+        if problem.P is not None:
+            arrays.append(problem.P)
+        with precision(self.dtype):
+            placed = tuple(jax.device_put(np.asarray(a, dtype=self.dtype), dev) for a in arrays)
+        return problem, placed
+
+    def run(self, prepared):
+        jax = import_jax()
+        problem, arrays = prepared
+        with precision(self.dtype):
+            return jax.block_until_ready(self._compiled(problem.P is not None)(*arrays))
+
+    def collect(self, raw, prepared):
+        import numpy as np
+
+        from . import _forms
+        from .types import BatchSolution, Status
+
+        problem, _ = prepared
+        x, y_eq, y_ub, code, iterations = (np.asarray(a) for a in raw)
+        if x.dtype != np.dtype(self.dtype):
+            raise AssertionError(f"{self.NAME} computed in {x.dtype}, expected {self.dtype}")
+        status, native = self.status_of(code)
+        x64 = x.astype(np.float64)
+        objective = np.array([_forms.objective_value(problem.case(i), x64[i]) for i in range(len(x64))])
+        objective = np.where(status == Status.OPTIMAL, objective, np.nan)
+        return BatchSolution(
+            x=x64, y_eq=y_eq.astype(np.float64), y_ub=y_ub.astype(np.float64), objective=objective,
+            status=status, iterations=np.asarray(iterations, dtype=np.int64).reshape(len(x64)),
+            native_status=np.asarray(native, dtype=object), message=np.array([""] * len(x64), dtype=object),
+        )

@@ -1,0 +1,377 @@
+"""The adapter conformance suite: cases with known answers, and the per-adapter table.
+
+Run by ``tests/test_conformance.py`` on every available adapter and by
+``contactbench check-adapter NAME``. Each case is checked in the project's conventions:
+status; objective, primal and duals where the answer is unique; and always the KKT
+conditions (primal and dual feasibility, stationarity, complementary slackness, strong
+duality), so an answer is judged on its own merits, not only against stored numbers.
+An infeasible case passes with the right status, and if the adapter returns duals they
+must form a Farkas certificate.
+
+``ADAPTER_TABLE`` is the one place for per-adapter tolerances, the settings the suite
+runs an adapter with (only where its defaults cannot finish a case), and known issues:
+``(dtype pattern, case pattern) -> reason``, shown as ``known issue`` (pytest ``xfail``).
+A known issue that starts passing is reported as ``unexpected pass``, so the table
+cannot go stale silently.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import solvers
+from solvers import ProblemError, Status
+
+
+@dataclass(frozen=True)
+class Case:
+    """A standard-form problem with what is known of its answer.
+
+    ``expect`` is 'optimal', 'infeasible' or 'unbounded'. ``x``, ``y_eq``, ``y_ub`` are
+    given only where they are unique; ``objective`` for every optimal case.
+    """
+
+    id: str
+    description: str
+    c: Any
+    A_eq: Any
+    b_eq: Any
+    A_ub: Any
+    b_ub: Any
+    P: Any = None
+    expect: str = "optimal"
+    objective: float | None = None
+    x: Any = None
+    y_eq: Any = None
+    y_ub: Any = None
+
+    @property
+    def is_qp(self) -> bool:
+        return self.P is not None
+
+    def arrays(self):
+        """``(c, A_eq, b_eq, A_ub, b_ub)`` as float64 arrays."""
+        return tuple(np.asarray(a, float) for a in (self.c, self.A_eq, self.b_eq, self.A_ub, self.b_ub))
+
+
+def _none(n):
+    return np.zeros((0, n)), np.zeros(0)
+
+
+CASES: list[Case] = [
+    Case("lp_eq_and_ub", "equality and binding inequality", [-1, -2], [[1, -1]], [1], [[1, 1]], [4],
+         objective=-5.5, x=[2.5, 1.5], y_eq=[0.5], y_ub=[-1.5]),
+    Case("lp_negative_eq_rhs", "the same LP with its equality row negated", [-1, -2], [[-1, 1]], [-1], [[1, 1]], [4],
+         objective=-5.5, x=[2.5, 1.5], y_eq=[-0.5], y_ub=[-1.5]),
+    Case("lp_negative_ub_rhs", "a >= row written as <= with negative right-hand side", [1, 1], *_none(2),
+         [[-1, -1], [1, 0]], [-2, 3], objective=2.0, y_ub=[-1.0, 0.0]),
+    Case("lp_two_eq_rows", "two equality rows, one inequality-free", [1, 2, 3],
+         [[1, 1, 1], [1, -1, 0]], [3, 1], *_none(3), objective=4.0, x=[2, 1, 0], y_eq=[1.5, -0.5]),
+    Case("lp_infeasible", "x1 + x2 = -1 with x >= 0", [1, 1], [[1, 1]], [-1], *_none(2), expect="infeasible"),
+    Case("lp_infeasible_ub", "x1 + x2 <= -1 with x >= 0", [1, 1], *_none(2), [[1, 1]], [-1], expect="infeasible"),
+    Case("lp_unbounded", "min -x1 with x1 = x2 free to grow", [-1, 0], [[1, -1]], [0], *_none(2), expect="unbounded"),
+    Case("lp_beale_cycling", "Beale's example: textbook simplex cycles without anti-cycling",
+         [-0.75, 20, -0.5, 6], *_none(4), [[0.25, -8, -1, 9], [0.5, -12, -0.5, 3], [0, 0, 1, 0]], [0, 0, 1],
+         objective=-1.25, x=[1, 0, 1, 0], y_ub=[0, -1.5, -1.25]),
+    Case("lp_degenerate_vertex", "three constraints through one optimal vertex (primal degenerate)",
+         [-1, -1], *_none(2), [[1, 0], [0, 1], [1, 1]], [1, 1, 2], objective=-2.0, x=[1, 1]),
+    Case("lp_redundant_eq_rows", "linearly dependent equality rows", [1, 2, 3],
+         [[1, 1, 1], [2, 2, 2], [1, -1, 0]], [3, 6, 1], *_none(3), objective=4.0, x=[2, 1, 0]),
+    Case("lp_no_eq_rows", "inequalities only", [-1, -1], *_none(2), [[1, 2], [3, 1]], [4, 6],
+         objective=-2.8, x=[1.6, 1.2], y_ub=[-0.4, -0.2]),
+    Case("lp_no_ub_rows", "equalities only", [1, 2], [[1, 1]], [1], *_none(2), objective=1.0, x=[1, 0], y_eq=[1.0]),
+    Case("lp_one_column", "one variable, one equality row", [2], [[1]], [3], *_none(1),
+         objective=6.0, x=[3], y_eq=[2.0]),
+    Case("lp_one_row", "one variable, one inequality row", [-1], *_none(1), [[1]], [2],
+         objective=-2.0, x=[2], y_ub=[-1.0]),
+    Case("lp_badly_scaled", "rows scaled 1e-6 and 1e3", [-1, -1], *_none(2), [[1e-6, 0], [0, 1e3]], [1e-6, 2e3],
+         objective=-3.0, x=[1, 2], y_ub=[-1e6, -1e-3]),
+    Case("qp_eq_and_ub", "strictly convex QP, equality active", [-1, -2], [[1, -1]], [1], [[1, 1]], [4],
+         P=np.eye(2), objective=-1.5, x=[2, 1], y_eq=[1.0], y_ub=[0.0]),
+    Case("qp_active_ub", "strictly convex QP, inequality active", [-3, -3], *_none(2), [[1, 1]], [2],
+         P=np.eye(2), objective=-5.0, x=[1, 1], y_ub=[-2.0]),
+    Case("qp_active_bound", "strictly convex QP, a bound x >= 0 active", [1, -1], *_none(2), *_none(2),
+         P=np.eye(2), objective=-0.5, x=[0, 1]),
+    Case("qp_rank_deficient_eq", "QP with a rank-deficient equality block (like a two-foot stance)",
+         [0, 0], [[1, 1], [2, 2]], [2, 4], [[1, 0]], [5], P=np.eye(2), objective=1.0, x=[1, 1]),
+    Case("qp_infeasible", "QP with x1 + x2 = -1 and x >= 0", [0, 0], [[1, 1]], [-1], *_none(2),
+         P=np.eye(2), expect="infeasible"),
+]
+
+#: adapter -> {"atol": {dtype: tolerance}, "settings": {...}, "known": {(dtype pat, case pat): reason}}
+ADAPTER_TABLE: dict[str, dict[str, Any]] = {
+    "highs": {"atol": {"float64": 1e-7}},
+    "scipy-highs": {"atol": {"float64": 1e-7}},
+    "linrax": {
+        "atol": {"float32": 2e-4, "float64": 1e-7},
+        "known": {
+            ("*", "lp_badly_scaled"): "linrax's ratio test skips pivots <= dual_tol (1e-6), so the row scaled 1e-6 "
+                                      "is ignored and the LP is declared unbounded",
+        },
+    },
+    "qpax": {
+        "atol": {"float32": 2e-3, "float64": 1e-5},
+        "known": {
+            ("float32", "lp_*"): "in float32 qpax never sets converged at its default tol 1e-5 (MAX_ITER), "
+                                 "and its Cholesky KKT solve can break down to NaN on LPs",
+            ("float32", "qp_*"): "in float32 qpax never sets converged at its default tol 1e-5 (MAX_ITER)",
+            ("*", "*infeasible*"): "qpax does not detect infeasibility (ends MAX_ITER)",
+            ("*", "lp_unbounded"): "qpax does not detect unboundedness (ends MAX_ITER)",
+            ("float64", "lp_redundant_eq_rows"): "rank-deficient equality rows: Cholesky gives NaN (linear_solver=qr fixes it)",
+            ("float64", "qp_rank_deficient_eq"): "rank-deficient equality rows: Cholesky gives NaN (linear_solver=qr fixes it)",
+            ("float64", "lp_badly_scaled"): "interior point in 30 iterations does not reach 1e-5 on rows scaled 1e-6/1e3",
+        },
+    },
+    "mpax": {
+        "atol": {"float32": 2e-3, "float64": 1e-3},
+        # MPAX has no iteration limit by default; on an unbounded LP in float32 it never stops.
+        "settings": {"max_iter": 20000},
+        "known": {
+            ("float32", "lp_badly_scaled"): "first-order method in float32: the 1e-6 row is not resolved "
+                                            "within 20000 iterations",
+            ("float32", "lp_unbounded"): "unboundedness not detected in float32 within 20000 iterations (MAX_ITER)",
+        },
+    },
+    "osqp": {"atol": {"float64": 5e-3},
+             "known": {("*", "lp_badly_scaled"): "ADMM at its default eps 1e-3 declares the LP with rows scaled "
+                                                 "1e-6 / 1e3 dual infeasible"}},
+    "cvxpy": {"atol": {"float64": 1e-6}},
+    "clarabel": {"atol": {"float64": 1e-6}},
+    "daqp": {"atol": {"float64": 1e-6},
+             "known": {("*", "lp_badly_scaled"): "DAQP's proximal-point LP mode reports the LP with rows scaled "
+                                                 "1e-6 / 1e3 unbounded"}},
+    "proxsuite": {
+        "atol": {"float64": 1e-4},
+        "known": {
+            **{("*", case): "ProxQP with its defaults (no duality-gap check) stops at a feasible, non-optimal LP "
+                            "point and reports PROXQP_SOLVED (profile high_accuracy turns the check on)"
+               for case in ("lp_eq_and_ub", "lp_negative_eq_rhs", "lp_negative_ub_rhs", "lp_degenerate_vertex",
+                            "lp_no_eq_rows", "lp_one_row")},
+            ("*", "lp_unbounded"): "ProxQP does not detect this unbounded LP (PROXQP_MAX_ITER_REACHED)",
+            ("*", "lp_badly_scaled"): "ProxQP declares the LP with rows scaled 1e-6 / 1e3 primal infeasible",
+        },
+    },
+    "quadprog": {"atol": {"float64": 1e-7}},
+}
+
+DEFAULT_ATOL = {"float32": 1e-3, "float64": 1e-6}
+
+
+def table_entry(name: str) -> dict[str, Any]:
+    """The adapter's row of ``ADAPTER_TABLE`` (empty for an adapter it does not list)."""
+    return ADAPTER_TABLE.get(name, {})
+
+
+def tolerance(name: str, dtype: str) -> float:
+    """Absolute tolerance for the adapter at ``dtype``."""
+    return table_entry(name).get("atol", {}).get(dtype, DEFAULT_ATOL[dtype])
+
+
+def known_issue(name: str, dtype: str, case_id: str) -> str | None:
+    """The recorded reason when (adapter, dtype, case) is a known issue, else None."""
+    for (dtype_pat, case_pat), reason in table_entry(name).get("known", {}).items():
+        if fnmatch.fnmatch(dtype, dtype_pat) and fnmatch.fnmatch(case_id, case_pat):
+            return reason
+    return None
+
+
+def applicable(cls: type[solvers.Adapter], case: Case) -> str | None:
+    """None when the adapter's capabilities cover the case, else why not."""
+    caps = cls.CAPABILITIES
+    if case.is_qp and not caps.qp:
+        return "adapter solves LPs only"
+    if not case.is_qp and not caps.lp:
+        return "adapter solves QPs only"
+    return None
+
+
+def _farkas_failures(case: Case, s, atol: float) -> list[str]:
+    c, A_eq, b_eq, A_ub, b_ub = case.arrays()
+    y_eq, y_ub = s.y_eq, s.y_ub
+    if not (np.all(np.isfinite(y_eq)) and np.all(np.isfinite(y_ub))):
+        return []  # no certificate offered: nothing more to check
+    scale = max(np.max(np.abs(np.concatenate([y_eq, y_ub]))), 1e-300)
+    y_eq, y_ub = y_eq / scale, y_ub / scale
+    out = []
+    if np.any(y_ub > atol):
+        out.append(f"certificate: y_ub has positive entries {y_ub.max():.3g}")
+    lhs = A_eq.T @ y_eq + A_ub.T @ y_ub
+    if np.any(lhs > atol):
+        out.append(f"certificate: A^T y has positive entries {lhs.max():.3g}")
+    if b_eq @ y_eq + b_ub @ y_ub <= atol:
+        out.append(f"certificate: b@y = {b_eq @ y_eq + b_ub @ y_ub:.3g} is not positive")
+    return out
+
+
+def kkt_failures(case: Case, s, atol: float) -> list[str]:
+    """KKT conditions of an optimal answer in the project's sign convention."""
+    c, A_eq, b_eq, A_ub, b_ub = case.arrays()
+    P = np.zeros((len(c), len(c))) if case.P is None else np.asarray(case.P, float)
+    x, y_eq, y_ub = s.x, s.y_eq, s.y_ub
+    out = []
+    scale = 1.0 + max(np.max(np.abs(np.concatenate([c, b_eq, b_ub]))) if len(b_eq) + len(b_ub) else 0.0,
+                      np.max(np.abs(c)))
+    tol = atol * scale
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y_eq)) and np.all(np.isfinite(y_ub))):
+        return ["non-finite primal or dual"]
+    if np.any(x < -tol):
+        out.append(f"x >= 0 violated by {-x.min():.3g}")
+    if len(b_eq) and np.max(np.abs(A_eq @ x - b_eq)) > tol:
+        out.append(f"A_eq x = b_eq violated by {np.max(np.abs(A_eq @ x - b_eq)):.3g}")
+    if len(b_ub) and np.max(A_ub @ x - b_ub) > tol:
+        out.append(f"A_ub x <= b_ub violated by {np.max(A_ub @ x - b_ub):.3g}")
+    if len(y_ub) and np.max(y_ub) > tol:
+        out.append(f"y_ub <= 0 (project sign) violated: max {np.max(y_ub):.3g}")
+    rc = P @ x + c - A_eq.T @ y_eq - A_ub.T @ y_ub
+    if np.min(rc) < -tol:
+        out.append(f"stationarity: reduced costs >= 0 violated by {-rc.min():.3g}")
+    if np.max(np.abs(x * rc)) > tol * (1 + np.max(np.abs(x))):
+        out.append(f"complementary slackness x*rc = {np.max(np.abs(x * rc)):.3g}")
+    if len(b_ub) and np.max(np.abs(y_ub * (A_ub @ x - b_ub))) > tol * (1 + np.max(np.abs(y_ub))):
+        out.append(f"complementary slackness y_ub*(A_ub x - b_ub) = {np.max(np.abs(y_ub * (A_ub @ x - b_ub))):.3g}")
+    primal = c @ x + x @ P @ x
+    dual = b_eq @ y_eq + b_ub @ y_ub
+    if abs(primal - dual) > 10 * tol * (1 + abs(primal)):
+        out.append(f"strong duality: c@x + x@P@x = {primal:.6g} but b@y = {dual:.6g}")
+    return out
+
+
+def case_failures(adapter: solvers.Adapter, case: Case, atol: float) -> list[str]:
+    """Why the adapter's answer to ``case`` is wrong (empty list: it passes)."""
+    s = adapter.solve(*case.arrays(), P=case.P)
+    if case.expect != "optimal":
+        want = Status.INFEASIBLE if case.expect == "infeasible" else Status.UNBOUNDED
+        if s.status is not want:
+            return [f"status {s.status.value} ({s.native_status}), expected {want.value}"]
+        return _farkas_failures(case, s, atol) if case.expect == "infeasible" else []
+    out = []
+    if s.status is not Status.OPTIMAL:
+        out.append(f"status {s.status.value} ({s.native_status}), expected optimal")
+    if not np.isfinite(s.objective) or abs(s.objective - case.objective) > atol * (1 + abs(case.objective)):
+        out.append(f"objective {s.objective:.8g}, expected {case.objective:.8g}")
+    for name in ("x", "y_eq", "y_ub"):
+        want = getattr(case, name)
+        if want is not None:
+            got = getattr(s, name)
+            want = np.asarray(want, float)
+            if got.shape != want.shape or not np.allclose(got, want, atol=atol, rtol=atol):
+                out.append(f"{name} {np.array2string(got, precision=6)}, expected {np.array2string(want, precision=6)}")
+    return out + kkt_failures(case, s, atol)
+
+
+def batch_failures(adapter: solvers.Adapter, atol: float) -> list[str]:
+    """``solve_batch`` must equal a loop of ``solve`` on a batch of right-hand sides."""
+    case = CASES[0] if adapter.CAPABILITIES.lp else CASES[15]
+    c, A_eq, b_eq, A_ub, b_ub = case.arrays()
+    rhs = np.array([[1.0], [0.5], [2.0]])
+    stack = lambda a: np.stack([a] * 3)  # noqa: E731
+    P = None if case.P is None else stack(np.asarray(case.P, float))
+    batch = adapter.solve_batch(stack(c), stack(A_eq), rhs, stack(A_ub), stack(b_ub), P=P)
+    out = []
+    for i in range(3):
+        single = adapter.solve(c, A_eq, rhs[i], A_ub, b_ub, P=case.P)
+        if not np.allclose(batch.x[i], single.x, atol=atol, equal_nan=True):
+            out.append(f"batch case {i}: x {batch.x[i]} differs from single solve {single.x}")
+    return out
+
+
+def bad_input_failures(adapter: solvers.Adapter) -> list[str]:
+    """NaN and shape mismatches must raise ProblemError before the solver runs."""
+    out = []
+    called = []
+    original = adapter.run
+    adapter.run = lambda prepared: called.append(1) or original(prepared)  # type: ignore[method-assign]
+    try:
+        for label, args in (
+            ("NaN in b_eq", ([1.0, 1.0], [[1.0, 1.0]], [np.nan], np.zeros((0, 2)), np.zeros(0))),
+            ("A_eq with 3 columns for 2 variables", ([1.0, 1.0], [[1.0, 1.0, 1.0]], [1.0], np.zeros((0, 2)), np.zeros(0))),
+        ):
+            try:
+                adapter.solve(*args)
+                out.append(f"{label}: no ProblemError")
+            except ProblemError:
+                pass
+    finally:
+        adapter.run = original  # type: ignore[method-assign]
+    if called:
+        out.append("the solver ran on bad input")
+    return out
+
+
+def conformance_adapter(name: str, dtype: str, cache: dict | None = None) -> solvers.Adapter:
+    """The adapter as the suite runs it: its defaults plus the table's ``settings``.
+
+    ``cache`` (owned by the caller) keeps one instance per (name, dtype), so a JAX
+    adapter compiles each shape once per session rather than once per check.
+    """
+    if cache is None:
+        return solvers.get(name, dtype=dtype, **table_entry(name).get("settings", {}))
+    if (name, dtype) not in cache:
+        cache[(name, dtype)] = conformance_adapter(name, dtype)
+    return cache[(name, dtype)]
+
+
+def check_ids() -> list[str]:
+    """Every check the suite runs per (adapter, dtype): the cases, then the generic checks."""
+    return [c.id for c in CASES] + ["solve_batch_equals_loop", "float32_close_to_float64", "bad_input"]
+
+
+def run_check(name: str, dtype: str, check_id: str, cache: dict | None = None) -> tuple[str, str]:
+    """Run one check: (result, reason) with result in pass, fail, known issue,
+    unexpected pass, not applicable. ``cache``: see ``conformance_adapter``."""
+    cls = solvers.adapters()[name]
+    atol = tolerance(name, dtype)
+    case = next((c for c in CASES if c.id == check_id), None)
+    if case is not None and (why := applicable(cls, case)):
+        return "not applicable", why
+    if check_id == "float32_close_to_float64" and not {"float32", "float64"} <= set(cls.CAPABILITIES.dtypes):
+        return "not applicable", "adapter has one precision"
+    if check_id == "float32_close_to_float64" and dtype != "float32":
+        return "not applicable", "checked once, on the float32 run"
+    adapter = conformance_adapter(name, dtype, cache)
+    try:
+        if case is not None:
+            failures = case_failures(adapter, case, atol)
+        elif check_id == "solve_batch_equals_loop":
+            failures = batch_failures(adapter, atol)
+        elif check_id == "bad_input":
+            failures = bad_input_failures(adapter)
+        else:
+            failures = float32_failures(name, atol, cache)
+    except Exception as exc:  # an adapter crash is a failure of that check, reported with its type
+        failures = [f"raised {type(exc).__name__}: {exc}"]
+    reason = known_issue(name, dtype, check_id)
+    if failures:
+        return ("known issue", f"{reason} | seen: {failures[0]}") if reason else ("fail", "; ".join(failures))
+    return ("unexpected pass", f"listed as known issue: {reason}") if reason else ("pass", "")
+
+
+def float32_failures(name: str, atol32: float, cache: dict | None = None) -> list[str]:
+    """On every optimal LP/QP case both precisions solve, float32 is within its tolerance of float64."""
+    cls = solvers.adapters()[name]
+    out = []
+    a32, a64 = conformance_adapter(name, "float32", cache), conformance_adapter(name, "float64", cache)
+    for case in CASES:
+        if case.expect != "optimal" or applicable(cls, case) or known_issue(name, "float32", case.id) \
+                or known_issue(name, "float64", case.id):
+            continue
+        s32, s64 = a32.solve(*case.arrays(), P=case.P), a64.solve(*case.arrays(), P=case.P)
+        if not np.allclose(s32.x, s64.x, atol=atol32, rtol=atol32):
+            out.append(f"{case.id}: float32 x {s32.x} vs float64 {s64.x}")
+    return out
+
+
+def run_adapter(name: str, dtypes: list[str] | None = None) -> pd.DataFrame:
+    """Every check for one adapter: columns adapter, dtype, check, result, reason."""
+    cls = solvers.adapters()[name]
+    rows, cache = [], {}
+    for dtype in dtypes or list(cls.CAPABILITIES.dtypes):
+        for check_id in check_ids():
+            result, reason = run_check(name, dtype, check_id, cache)
+            rows.append({"adapter": name, "dtype": dtype, "check": check_id, "result": result, "reason": reason})
+    return pd.DataFrame(rows)

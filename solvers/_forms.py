@@ -1,0 +1,35 @@
+"""Conversions from the project's standard form to the forms solvers take.
+
+The project's form: ``min c@x + 0.5 x@P@x  s.t.  A_eq@x == b_eq, A_ub@x <= b_ub, x >= 0``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .types import StandardForm
+
+
+def objective_matrix(problem: StandardForm) -> np.ndarray:
+    """``P`` as a dense (n, n) array (zeros for an LP)."""
+    return np.zeros((problem.n, problem.n)) if problem.P is None else problem.P
+
+
+def inequalities_with_bounds(problem: StandardForm) -> tuple[np.ndarray, np.ndarray]:
+    """``G x <= h`` holding ``A_ub x <= b_ub`` and then ``-x <= 0``: G (m_ub + n, n), h (m_ub + n,)."""
+    G = np.vstack([problem.A_ub, -np.eye(problem.n)])
+    h = np.concatenate([problem.b_ub, np.zeros(problem.n)])
+    return G, h
+
+
+def objective_value(problem: StandardForm, x: np.ndarray) -> float:
+    """``c@x + 0.5 x@P@x`` in float64."""
+    value = float(problem.c @ x)
+    if problem.P is not None:
+        value += 0.5 * float(x @ problem.P @ x)
+    return value
+
+
+def nan_solution_arrays(problem: StandardForm) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """NaN-filled ``x``, ``y_eq``, ``y_ub`` for a solve that returned nothing."""
+    return np.full(problem.n, np.nan), np.full(problem.m_eq, np.nan), np.full(problem.m_ub, np.nan)

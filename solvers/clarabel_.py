@@ -1,0 +1,87 @@
+"""Clarabel (interior point for conic programs) through its direct Python API.
+
+The project's problem becomes ``A x + s = b, s in K`` with ``A = [A_eq; A_ub; -I]``,
+``b = [b_eq; b_ub; 0]`` and ``K = ZeroCone(m_eq) x NonnegativeCone(m_ub + n)``. Clarabel's
+dual ``z`` satisfies ``P x + q + A^T z = 0``, so sensitivities are ``-z``: ``y_eq = -z_eq``,
+``y_ub = -z_ub``. For a primal-infeasible problem Clarabel's ``z`` is a certificate
+(``A^T z = 0``, ``b@z < 0``, ``z in K*``), returned the same way: ``-z`` then satisfies
+the project's Farkas conditions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _forms
+from .base import Adapter, Option, module_api
+from .errors import SolverNotAvailable
+from .types import Capabilities, Solution, StandardForm, Status
+
+#: Clarabel SolverStatus name -> project Status; unknown names map to ERROR.
+_STATUS = {
+    "Solved": Status.OPTIMAL,
+    "AlmostSolved": Status.OPTIMAL,
+    "PrimalInfeasible": Status.INFEASIBLE,
+    "AlmostPrimalInfeasible": Status.INFEASIBLE,
+    "DualInfeasible": Status.UNBOUNDED,
+    "AlmostDualInfeasible": Status.UNBOUNDED,
+    "MaxIterations": Status.MAX_ITER,
+    "MaxTime": Status.TIME_LIMIT,
+    "NumericalError": Status.NUMERICAL_ERROR,
+    "InsufficientProgress": Status.NUMERICAL_ERROR,
+}
+
+
+class ClarabelAdapter(Adapter):
+    """Clarabel's direct API, one solver object per case."""
+
+    NAME = "clarabel"
+    CAPABILITIES = Capabilities(lp=True, qp=True, socp=True, batched=False, devices=("cpu",), dtypes=("float64",))
+    INSTALL_HINT = "pip install clarabel"
+    OPTIONS = {
+        "tol_gap_abs": Option(float, None, "absolute duality gap tolerance (Clarabel default 1e-8)"),
+        "tol_gap_rel": Option(float, None, "relative duality gap tolerance (default 1e-8)"),
+        "tol_feas": Option(float, None, "feasibility tolerance (default 1e-8)"),
+        "max_iter": Option(int, None, "iteration limit (default 200)"),
+        "direct_solve_method": Option(str, None, "KKT solver (qdldl default)"),
+    }
+    SETTINGS = {
+        "default": {},
+        "high_accuracy": {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10},
+        "low_accuracy": {"tol_gap_abs": 1e-5, "tol_gap_rel": 1e-5, "tol_feas": 1e-5},
+    }
+
+    @classmethod
+    def check_available(cls) -> None:
+        try:
+            import clarabel  # noqa: F401
+        except ImportError as exc:
+            raise SolverNotAvailable(f"clarabel is not installed ({exc}); {cls.INSTALL_HINT}") from None
+
+    def solve_one(self, problem: StandardForm) -> Solution:
+        import clarabel
+        from scipy import sparse
+
+        n, m_eq, m_ub = problem.n, problem.m_eq, problem.m_ub
+        A = sparse.csc_matrix(np.vstack([problem.A_eq, problem.A_ub, -np.eye(n)]))
+        b = np.concatenate([problem.b_eq, problem.b_ub, np.zeros(n)])
+        P = sparse.csc_matrix(np.triu(_forms.objective_matrix(problem)))
+        cones = ([clarabel.ZeroConeT(m_eq)] if m_eq else []) + [clarabel.NonnegativeConeT(m_ub + n)]
+        settings = clarabel.DefaultSettings()
+        settings.verbose = False
+        for key, value in self.settings.items():
+            if key != "dtype" and value is not None:
+                setattr(settings, key, value)
+        result = clarabel.DefaultSolver(P, problem.c, A, b, cones, settings).solve()
+        native = str(result.status)
+        status = _STATUS.get(native, Status.ERROR)
+        z = -np.asarray(result.z, float)
+        x = np.asarray(result.x, float) if status is not Status.INFEASIBLE else np.full(n, np.nan)
+        return Solution(x=x, y_eq=z[:m_eq], y_ub=z[m_eq:m_eq + m_ub],
+                        objective=float(result.obj_val) if status is Status.OPTIMAL else float("nan"),
+                        status=status, iterations=int(result.iterations), native_status=native)
+
+
+ADAPTER = ClarabelAdapter
+NAME, CAPABILITIES, SETTINGS = ADAPTER.NAME, ADAPTER.CAPABILITIES, ADAPTER.SETTINGS
+solve, solve_batch = module_api(ADAPTER)

@@ -1,0 +1,81 @@
+"""DAQP (dual active-set QP solver, as embedded in MPC controllers).
+
+The project's problem is passed as ``blower <= [x; A_eq x; A_ub x] <= bupper`` with the
+first ``n`` entries simple bounds ``0 <= x`` and ``sense = 5`` on the equality rows.
+DAQP's multipliers ``lam`` satisfy ``H x + f + A^T lam = 0`` (positive on an active upper
+bound), so sensitivities are ``-lam``: ``y_eq = -lam[eq]``, ``y_ub = -lam[ub]``.
+
+LPs (``P = 0``) need DAQP's proximal-point mode, which its documentation prescribes for
+singular Hessians: for an LP the adapter passes ``eps_prox = -1`` (automatic) unless the
+``eps_prox`` setting says otherwise. QPs get DAQP's defaults.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _forms
+from .base import Adapter, Option, module_api
+from .errors import SolverNotAvailable
+from .types import Capabilities, Solution, StandardForm, Status
+
+#: DAQP exitflag -> project Status; unknown flags map to ERROR.
+_STATUS = {1: Status.OPTIMAL, 2: Status.OPTIMAL, -1: Status.INFEASIBLE, -2: Status.NUMERICAL_ERROR,
+           -3: Status.UNBOUNDED, -4: Status.MAX_ITER, -5: Status.NUMERICAL_ERROR, -6: Status.NUMERICAL_ERROR}
+_NAMES = {1: "optimal", 2: "soft optimal", -1: "infeasible", -2: "cycling", -3: "unbounded",
+          -4: "iteration limit", -5: "nonconvex", -6: "overdetermined initial active set"}
+
+
+class DaqpAdapter(Adapter):
+    """DAQP, one call per case."""
+
+    NAME = "daqp"
+    CAPABILITIES = Capabilities(lp=True, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
+    INSTALL_HINT = "pip install daqp"
+    OPTIONS = {
+        "primal_tol": Option(float, None, "primal feasibility tolerance (DAQP default 1e-6)"),
+        "dual_tol": Option(float, None, "dual feasibility tolerance (DAQP default 1e-12)"),
+        "iter_limit": Option(int, None, "iteration limit"),
+        "eps_prox": Option(float, None, "proximal regularisation (-1 automatic; LPs default to -1)"),
+    }
+    SETTINGS = {
+        "default": {},
+        "high_accuracy": {"primal_tol": 1e-9},
+        "low_accuracy": {"primal_tol": 1e-4},
+    }
+
+    @classmethod
+    def check_available(cls) -> None:
+        try:
+            import daqp  # noqa: F401
+        except ImportError as exc:
+            raise SolverNotAvailable(f"daqp is not installed ({exc}); {cls.INSTALL_HINT}") from None
+
+    def solve_one(self, problem: StandardForm) -> Solution:
+        import daqp
+
+        n, m_eq, m_ub = problem.n, problem.m_eq, problem.m_ub
+        A = np.vstack([problem.A_eq, problem.A_ub])
+        upper = np.concatenate([np.full(n, np.inf), problem.b_eq, problem.b_ub])
+        lower = np.concatenate([np.zeros(n), problem.b_eq, np.full(m_ub, -np.inf)])
+        sense = np.concatenate([np.zeros(n), np.full(m_eq, 5), np.zeros(m_ub)]).astype(np.int32)
+        settings = {k: v for k, v in self.settings.items() if k != "dtype" and v is not None}
+        if problem.P is None:
+            settings.setdefault("eps_prox", -1.0)
+        x, fval, flag, info = daqp.solve(_forms.objective_matrix(problem), problem.c, A, upper, lower, sense,
+                                         **settings)
+        status = _STATUS.get(int(flag), Status.ERROR)
+        lam = -np.asarray(info["lam"], float)
+        ok = status is Status.OPTIMAL
+        return Solution(
+            x=np.asarray(x, float) if ok else np.full(n, np.nan),
+            y_eq=lam[n:n + m_eq] if ok else np.full(m_eq, np.nan),
+            y_ub=lam[n + m_eq:] if ok else np.full(m_ub, np.nan),
+            objective=float(fval) if ok else float("nan"), status=status,
+            iterations=int(info.get("iterations", -1)), native_status=f"{int(flag)} ({_NAMES.get(int(flag), '?')})",
+        )
+
+
+ADAPTER = DaqpAdapter
+NAME, CAPABILITIES, SETTINGS = ADAPTER.NAME, ADAPTER.CAPABILITIES, ADAPTER.SETTINGS
+solve, solve_batch = module_api(ADAPTER)

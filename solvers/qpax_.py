@@ -1,0 +1,76 @@
+"""qpax (primal-dual interior point in JAX) under ``jit(vmap)``, for LPs (P = 0) and QPs.
+
+qpax solves ``min 0.5 x@Q@x + q@x  s.t.  A x = b, G x <= h`` with KKT
+``Q x + q + A^T y + G^T z = 0``, ``z >= 0``. The project's ``x >= 0`` becomes the rows
+``-x <= 0`` appended to ``G``. Sensitivities of the optimum to ``b`` and ``h`` are ``-y``
+and ``-z``, so the adapter returns ``y_eq = -y`` and ``y_ub = -z[:m_ub]``.
+
+Status: ``converged = 1`` -> OPTIMAL, ``0`` -> MAX_ITER. qpax does not detect
+infeasibility or unboundedness (those end as MAX_ITER, usually with NaN or huge values).
+Known traps, reported rather than hidden (see ``bench/conformance.py``): in float32 the
+``converged`` flag is not set for tolerances below about 3e-4 although the answers are
+good (use ``low_accuracy``); rank-deficient equality rows give NaN with the Cholesky
+linear solver (``linear_solver=qr`` handles them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _jax
+from .base import Adapter, Option, module_api
+from .errors import SolverNotAvailable
+from .types import Capabilities, Status
+
+
+class QpaxAdapter(_jax.JaxBatchedAdapter, Adapter):
+    """qpax, batched with ``jax.jit(jax.vmap(solve_qp))``."""
+
+    NAME = "qpax"
+    CAPABILITIES = Capabilities(lp=True, qp=True, batched=True, devices=("cpu", "gpu"),
+                                dtypes=("float32", "float64"))
+    INSTALL_HINT = "pip install qpax jax"
+    OPTIONS = {
+        "backend": Option(str, None, "qpax backend: e (explicit, its default) or i (implicit)", choices=("e", "i")),
+        "solver_tol": Option(float, None, "KKT residual tolerance (qpax default 1e-5)"),
+        "max_iter": Option(int, None, "interior-point iterations (qpax default 30)"),
+        "linear_solver": Option(str, None, "KKT factorisation (qpax default cholesky)", choices=("cholesky", "qr")),
+        "device": _jax.JaxBatchedAdapter.device_option(),
+    }
+    SETTINGS = {
+        "default": {},
+        "high_accuracy": {"solver_tol": 1e-8, "max_iter": 60},
+        "low_accuracy": {"solver_tol": 1e-3},
+        "robust": {"linear_solver": "qr"},
+    }
+
+    @classmethod
+    def check_available(cls) -> None:
+        _jax.import_jax()
+        try:
+            import qpax  # noqa: F401
+        except ImportError as exc:
+            raise SolverNotAvailable(f"qpax is not installed ({exc}); {cls.INSTALL_HINT}") from None
+
+    def one_case(self, c, A_eq, b_eq, A_ub, b_ub, P=None):
+        import jax.numpy as jnp
+        import qpax
+
+        n, m_ub = c.shape[0], b_ub.shape[0]
+        Q = jnp.zeros((n, n), c.dtype) if P is None else P
+        G = jnp.concatenate([A_ub, -jnp.eye(n, dtype=c.dtype)], axis=0)
+        h = jnp.concatenate([b_ub, jnp.zeros(n, c.dtype)])
+        kwargs = {k: self.settings[k] for k in ("backend", "solver_tol", "max_iter") if self.settings[k] is not None}
+        if self.settings["linear_solver"] is not None:
+            kwargs["linear_solver"] = qpax.LinearSolver(self.settings["linear_solver"])
+        x, _s, z, y, converged, iters = qpax.solve_qp(Q, c, A_eq, b_eq, G, h, **kwargs)
+        return x, -y, -z[:m_ub], jnp.asarray(converged, jnp.int32), jnp.asarray(iters, jnp.int32)
+
+    def status_of(self, code):
+        status = np.where(code == 1, Status.OPTIMAL, Status.MAX_ITER).astype(object)
+        return status, [f"converged={int(c)}" for c in code]
+
+
+ADAPTER = QpaxAdapter
+NAME, CAPABILITIES, SETTINGS = ADAPTER.NAME, ADAPTER.CAPABILITIES, ADAPTER.SETTINGS
+solve, solve_batch = module_api(ADAPTER)

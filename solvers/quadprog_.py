@@ -1,0 +1,62 @@
+"""quadprog (Goldfarb-Idnani dual active set), for strictly convex QPs only.
+
+quadprog minimises ``0.5 x@G@x - a@x  s.t.  C^T x >= b`` (first ``meq`` rows equalities),
+with ``G`` positive definite: LPs and singular ``P`` are outside what it solves, so
+``CAPABILITIES.lp`` is False and a singular ``P`` ends as ``NUMERICAL_ERROR`` with
+quadprog's message. Rows passed: ``A_eq x = b_eq``, ``-A_ub x >= -b_ub``, ``x >= 0``.
+Multipliers ``lam >= 0`` give sensitivities ``y_eq = lam[eq]`` and ``y_ub = -lam[ub]``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _forms
+from .base import Adapter, module_api
+from .errors import ProblemError, SolverNotAvailable
+from .types import Capabilities, Solution, StandardForm, Status
+
+
+class QuadprogAdapter(Adapter):
+    """quadprog, one call per case (no settings: quadprog has none)."""
+
+    NAME = "quadprog"
+    CAPABILITIES = Capabilities(lp=False, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
+    INSTALL_HINT = "pip install quadprog"
+    SETTINGS = {"default": {}}
+
+    @classmethod
+    def check_available(cls) -> None:
+        try:
+            import quadprog  # noqa: F401
+        except ImportError as exc:
+            raise SolverNotAvailable(f"quadprog is not installed ({exc}); {cls.INSTALL_HINT}") from None
+
+    def _check_problem_class(self, problem: StandardForm) -> None:
+        if problem.P is None:
+            raise ProblemError("P: quadprog solves strictly convex QPs only; got an LP (P=None)")
+
+    def solve_one(self, problem: StandardForm) -> Solution:
+        import quadprog
+
+        n, m_eq, m_ub = problem.n, problem.m_eq, problem.m_ub
+        C = np.vstack([problem.A_eq, -problem.A_ub, np.eye(n)]).T
+        b = np.concatenate([problem.b_eq, -problem.b_ub, np.zeros(n)])
+        try:
+            x, _f, _xu, iters, lam, _act = quadprog.solve_qp(
+                np.ascontiguousarray(problem.P, dtype=float), -problem.c, C, b, m_eq)
+        except ValueError as exc:
+            text = str(exc)
+            status = Status.INFEASIBLE if "constraints are inconsistent" in text else Status.NUMERICAL_ERROR
+            x_nan, ye_nan, yu_nan = _forms.nan_solution_arrays(problem)
+            return Solution(x=x_nan, y_eq=ye_nan, y_ub=yu_nan, objective=float("nan"), status=status,
+                            native_status="ValueError", message=text)
+        lam = np.asarray(lam, float)
+        return Solution(x=np.asarray(x, float), y_eq=lam[:m_eq], y_ub=-lam[m_eq:m_eq + m_ub],
+                        objective=_forms.objective_value(problem, np.asarray(x, float)), status=Status.OPTIMAL,
+                        iterations=int(iters[0]), native_status="solved")
+
+
+ADAPTER = QuadprogAdapter
+NAME, CAPABILITIES, SETTINGS = ADAPTER.NAME, ADAPTER.CAPABILITIES, ADAPTER.SETTINGS
+solve, solve_batch = module_api(ADAPTER)

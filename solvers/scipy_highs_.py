@@ -1,0 +1,73 @@
+"""``scipy.optimize.linprog`` with its HiGHS methods (highs, highs-ds, highs-ipm).
+
+Dual signs: scipy's ``marginals`` are the sensitivities of the optimum to the
+right-hand sides, which is the project's convention; nothing is converted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Adapter, Option, module_api
+from .errors import SolverNotAvailable
+from .types import Capabilities, Solution, StandardForm, Status
+
+#: linprog ``res.status`` -> project Status; unknown codes map to ERROR.
+_STATUS = {0: Status.OPTIMAL, 1: Status.MAX_ITER, 2: Status.INFEASIBLE, 3: Status.UNBOUNDED,
+           4: Status.NUMERICAL_ERROR}
+
+
+class ScipyHighsAdapter(Adapter):
+    """scipy's linprog (HiGHS inside), one call per case."""
+
+    NAME = "scipy-highs"
+    CAPABILITIES = Capabilities(lp=True, batched=False, devices=("cpu",), dtypes=("float64",))
+    INSTALL_HINT = "pip install scipy"
+    OPTIONS = {
+        "method": Option(str, "highs", "linprog method", choices=("highs", "highs-ds", "highs-ipm")),
+        "presolve": Option(bool, None, "linprog presolve"),
+        "primal_feasibility_tolerance": Option(float, None, "HiGHS primal feasibility tolerance"),
+        "dual_feasibility_tolerance": Option(float, None, "HiGHS dual feasibility tolerance"),
+        "time_limit": Option(float, None, "seconds per solve"),
+    }
+    SETTINGS = {
+        "default": {},
+        "high_accuracy": {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
+        "low_accuracy": {"primal_feasibility_tolerance": 1e-5, "dual_feasibility_tolerance": 1e-5},
+    }
+
+    @classmethod
+    def check_available(cls) -> None:
+        try:
+            from scipy.optimize import linprog  # noqa: F401
+        except ImportError as exc:
+            raise SolverNotAvailable(f"scipy is not installed ({exc}); {cls.INSTALL_HINT}") from None
+
+    def solve_one(self, problem: StandardForm) -> Solution:
+        from scipy.optimize import linprog
+
+        options = {k: v for k, v in self.settings.items() if k not in ("dtype", "method") and v is not None}
+        res = linprog(
+            problem.c,
+            A_ub=problem.A_ub if problem.m_ub else None, b_ub=problem.b_ub if problem.m_ub else None,
+            A_eq=problem.A_eq if problem.m_eq else None, b_eq=problem.b_eq if problem.m_eq else None,
+            bounds=(0, None), method=self.settings["method"], options=options,
+        )
+        status = _STATUS.get(res.status, Status.ERROR)
+        x = np.asarray(res.x, float) if res.x is not None else np.full(problem.n, np.nan)
+
+        def marginals(block, m):
+            values = getattr(block, "marginals", None) if block is not None else None
+            return np.asarray(values, float) if values is not None and m else np.full(m, np.nan if m else 0.0)
+
+        return Solution(
+            x=x, y_eq=marginals(getattr(res, "eqlin", None), problem.m_eq),
+            y_ub=marginals(getattr(res, "ineqlin", None), problem.m_ub),
+            objective=float(res.fun) if status is Status.OPTIMAL else float("nan"), status=status,
+            iterations=int(getattr(res, "nit", -1) or -1), native_status=str(res.status), message=str(res.message),
+        )
+
+
+ADAPTER = ScipyHighsAdapter
+NAME, CAPABILITIES, SETTINGS = ADAPTER.NAME, ADAPTER.CAPABILITIES, ADAPTER.SETTINGS
+solve, solve_batch = module_api(ADAPTER)
