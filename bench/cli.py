@@ -27,11 +27,14 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 # Wider than rich's 80-column default when output is not a terminal (CI logs, pipes).
 console = Console() if sys.stdout.isatty() else Console(width=200)
 
-#: run presets: batch sizes (scenes per cell), timed repeats, and which kinds of each family.
+#: run presets: scenes per cell, timed repeats, which kinds of each family (None = all),
+#: and the per-cell timeout in seconds. ``default`` is what ``make run`` runs: LP-1 of
+#: every family with every available adapter, under 5 minutes on 2 cores.
 PRESETS = {
-    "default": {"n": [256], "repeats": 5, "kinds": None},
-    "quick": {"n": [32], "repeats": 2, "kinds": ("lp1",)},
-    "large": {"n": [256, 1024, 4096], "repeats": 10, "kinds": None},
+    "quick": {"n": [32], "repeats": 2, "kinds": ("lp1",), "timeout": 120.0},
+    "default": {"n": [256], "repeats": 5, "kinds": ("lp1",), "timeout": 120.0},
+    "full": {"n": [256], "repeats": 5, "kinds": None, "timeout": 600.0},
+    "large": {"n": [256, 1024, 4096], "repeats": 10, "kinds": None, "timeout": 1800.0},
 }
 
 
@@ -97,7 +100,7 @@ def run(
     device: str = typer.Option("auto", "--device", help="cpu, gpu, or auto (cpu, plus gpu when JAX sees one)"),
     seed: int = typer.Option(0, "--seed", help="generator seed"),
     repeats: Optional[int] = typer.Option(None, "--repeats", help="timed repeats per cell; default from --preset"),
-    timeout: float = typer.Option(600.0, "--timeout", help="seconds per cell before its worker is killed"),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds per cell before its worker is killed; default from --preset"),
     out: Path = typer.Option(Path("results/runs"), "--out", help="directory holding run directories"),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="name of the run directory; default: a UTC timestamp"),
     resume: bool = typer.Option(False, "--resume", help="continue the run named by --run-id (default: out/latest), skipping finished cells"),
@@ -170,7 +173,7 @@ def run(
                 why = escape(result.reason.splitlines()[0]) if result.reason else ""
                 progress.console.print(f"[red]✗[/] {head}: {result.state}: {why}")
 
-        results = runner.run_cells(cells, run_dir, name, timeout=timeout, resume=resume,
+        results = runner.run_cells(cells, run_dir, name, timeout=timeout or conf["timeout"], resume=resume,
                                    on_start=started, on_done=done)
     rows = report.load_runs([run_dir])
     summary = report.summarize(rows)
@@ -201,6 +204,44 @@ def report_cmd(
     summary = report.write_report(rows, out, [report.read_manifest(d) for d in run_dirs])
     _print_summary(summary)
     console.print(f"wrote {out / 'report.md'} and {out / 'report.csv'}")
+
+
+@app.command("check-adapter")
+def check_adapter(
+    name: str = typer.Argument(..., help="adapter name, as `contactbench list` shows it"),
+    dtype: Optional[list[str]] = typer.Option(None, "--dtype", help="precision(s) to check; default: every one it supports"),
+) -> None:
+    """Run the conformance suite on one adapter and print a pass/fail table with reasons.
+
+    Exit code 0 when every check passes or is a recorded known issue, 1 otherwise.
+    """
+    from . import conformance
+
+    registry = solvers.adapters()
+    if name not in registry:
+        _fail(f"NAME: expected one of {sorted(registry)}, got {name!r}")
+    reason = solvers.available()[name]
+    if reason:
+        _fail(f"adapter {name!r} is not available: {reason}")
+    dtypes = _split(dtype) or None
+    for dt in dtypes or []:
+        if dt not in registry[name].CAPABILITIES.dtypes:
+            _fail(f"--dtype: {name} computes in {list(registry[name].CAPABILITIES.dtypes)}, got {dt!r}")
+    with console.status(f"checking {name} ..."):
+        rows = conformance.run_adapter(name, dtypes)
+    table = Table(title=f"conformance of {name}")
+    for col in ("dtype", "check", "result", "reason"):
+        table.add_column(col, overflow="fold")
+    colours = {"pass": "green", "fail": "red", "unexpected pass": "red", "known issue": "yellow"}
+    for _, r in rows.iterrows():
+        colour = colours.get(r["result"], "dim")
+        result = escape(r["result"])
+        table.add_row(r["dtype"], r["check"], f"[{colour}]{result}[/]", escape(r["reason"]))
+    console.print(table)
+    counts = rows["result"].value_counts().to_dict()
+    console.print(", ".join(f"{v} {k}" for k, v in counts.items()))
+    if counts.get("fail", 0) or counts.get("unexpected pass", 0):
+        raise typer.Exit(1)
 
 
 def main() -> None:

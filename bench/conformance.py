@@ -157,6 +157,8 @@ ADAPTER_TABLE: dict[str, dict[str, Any]] = {
         },
     },
     "quadprog": {"atol": {"float64": 1e-7}},
+    "piqp": {"atol": {"float64": 1e-6},
+             "known": {("*", "lp_badly_scaled"): "PIQP declares the LP with rows scaled 1e-6 / 1e3 dual infeasible"}},
 }
 
 DEFAULT_ATOL = {"float32": 1e-3, "float64": 1e-6}

@@ -131,6 +131,10 @@ def expand(families: list[str], solver_specs: list[str], dtypes: list[str], devi
         cls(**settings)  # validates the settings now, not in a worker
         caps = cls.CAPABILITIES
         for (fam, params) in fams:
+            klass = problems.families()[fam].problem_class
+            if not getattr(caps, klass):
+                skipped.append((f"{spec} {fam}", f"{name} does not solve {klass.upper()}s"))
+                continue
             for dt in dtypes:
                 if dt not in caps.dtypes:
                     skipped.append((f"{spec} {dt}", f"{name} computes in {list(caps.dtypes)} only"))

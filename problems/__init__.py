@@ -26,6 +26,8 @@ class Family:
     sample: Callable[..., Any]
     axes: tuple[str, ...]
     kinds: tuple[str, ...] = KINDS
+    #: the problem class a solver must handle: "lp" (hold tests), "qp" or "socp".
+    problem_class: str = "lp"
 
     def parameters(self) -> dict[str, Any]:
         """Parameter name -> default, as ``generate`` accepts them (``kind`` included)."""

@@ -36,7 +36,7 @@ class CvxpyAdapter(Adapter):
     """CVXPY (DPP, compiled once per shape) with a configurable backend solver."""
 
     NAME = "cvxpy"
-    CAPABILITIES = Capabilities(lp=True, qp=True, socp=True, batched=False, devices=("cpu",), dtypes=("float64",))
+    CAPABILITIES = Capabilities(lp=True, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
     INSTALL_HINT = "pip install cvxpy clarabel"
     OPTIONS = {
         "backend": Option(str, "CLARABEL", "CVXPY solver name (CLARABEL, SCS, HIGHS, OSQP, ... as installed)"),

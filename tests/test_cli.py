@@ -38,6 +38,7 @@ def test_bad_run_arguments_exit_2_with_message(tmp_path, args, words):
 def test_run_then_report(tmp_path):
     out = tmp_path / "runs"
     res = cli.invoke(app, ["run", "--n", "8", "--repeats", "1", "--out", str(out), "--run-id", "r",
+                           "--solver", "highs", "--solver", "linrax",
                            "--family", "planar-box", "--family", "planar-box[kind=exit]"], terminal_width=250)
     assert res.exit_code == 0, res.output
     assert "skip highs float32" in res.output
@@ -64,6 +65,35 @@ def test_profile_spec_is_shown_verbatim(tmp_path):
                            "--solver", "highs[fast]"], terminal_width=250)
     assert res.exit_code == 0, res.output
     assert "planar-box/lp1 highs[fast] float64" in res.output  # not eaten as console markup
+
+
+def test_default_grid_crosses_every_available_adapter_with_lp1():
+    from bench import grid
+    from bench.cli import PRESETS
+
+    import problems
+    import solvers
+
+    specs = [n for n, r in solvers.available().items() if r is None]
+    fams = [f"{f}[kind=lp1]" for f in problems.families()]
+    cells, skipped = grid.expand(fams, specs, ["float32", "float64"], ["cpu"], PRESETS["default"]["n"], 0, 1)
+    names = {c.solver for c in cells}
+    assert {"highs", "linrax", "osqp", "clarabel", "cvxpy", "daqp", "proxsuite", "qpax", "mpax", "scipy-highs"} <= names
+    assert "quadprog" not in names and any("quadprog does not solve LPs" in why for _, why in skipped)
+
+
+def test_check_adapter_prints_table_and_exit_code(tmp_path):
+    res = cli.invoke(app, ["check-adapter", "highs"], terminal_width=250)
+    assert res.exit_code == 0, res.output
+    assert "lp_beale_cycling" in res.output and "pass" in res.output and "not applicable" in res.output
+    bad = cli.invoke(app, ["check-adapter", "nope"])
+    assert bad.exit_code == 2 and "NAME: expected one of" in bad.output
+
+
+def test_check_adapter_fails_on_a_wrong_adapter(fake_plugins):
+    res = cli.invoke(app, ["check-adapter", "fake-overconfident"], terminal_width=250)
+    assert res.exit_code == 1
+    assert "fail" in res.output and "lp_eq_and_ub" in res.output
 
 
 def test_report_of_missing_dir_exits_2(tmp_path):

@@ -97,3 +97,25 @@ def test_plugins_from_environment_in_fresh_process():
     avail = json.loads(out.strip().splitlines()[-1])
     assert avail["fake-hang"] is None and avail["fake-sleepy"] is None
     assert "ModuleNotFoundError" in avail["no_such_module"]
+
+
+def test_entry_point_plugin_is_listed(tmp_path):
+    """A package registering through the contactbench.solvers entry-point group appears in `list`."""
+    (tmp_path / "cb_plugin_demo.py").write_text(
+        "from solvers.highs_ import HighsAdapter\n\n"
+        "class DemoAdapter(HighsAdapter):\n    NAME = 'demo-entry-point'\n\nADAPTER = DemoAdapter\n")
+    dist = tmp_path / "cb_plugin_demo-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: cb-plugin-demo\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[contactbench.solvers]\ndemo = cb_plugin_demo\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)]), "COLUMNS": "250"}
+    out = subprocess.run([sys.executable, "-m", "bench.cli", "list"], env=env, capture_output=True, text=True,
+                         cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "demo-entry-point" in out.stdout
+
+
+def test_adding_a_solver_guide_shows_the_real_file():
+    doc = (REPO / "docs" / "adding-a-solver.md").read_text()
+    block = doc.split("```python\n", 1)[1].split("```", 1)[0]
+    assert block == (REPO / "solvers" / "piqp_.py").read_text()
