@@ -32,7 +32,7 @@ console = Console() if sys.stdout.isatty() else Console(width=200)
 #: every family with every available adapter, under 5 minutes on 2 cores.
 PRESETS = {
     "quick": {"n": [32], "repeats": 2, "kinds": ("lp1",), "timeout": 120.0},
-    "default": {"n": [256], "repeats": 5, "kinds": ("lp1",), "timeout": 120.0},
+    "default": {"n": [64], "repeats": 5, "kinds": ("lp1",), "timeout": 60.0},
     "full": {"n": [256], "repeats": 5, "kinds": None, "timeout": 600.0},
     "large": {"n": [256, 1024, 4096], "repeats": 10, "kinds": None, "timeout": 1800.0},
 }
@@ -153,12 +153,12 @@ def run(
         task = progress.add_task("cells", total=len(cells))
 
         def started(cell: grid.Cell) -> None:
-            progress.update(task, description=escape(f"{cell.family}/{cell.kind} {cell.solver} {cell.dtype} {cell.device} n={cell.n}"))
+            progress.update(task, description=escape(f"{cell.family_label}/{cell.kind} {cell.solver} {cell.dtype} {cell.device} n={cell.n}"))
 
         def done(result: runner.CellResult) -> None:
             progress.advance(task)
             c = result.cell
-            head = escape(f"{c.family}/{c.kind} {c.solver} {c.dtype} {c.device} n={c.n}")
+            head = escape(f"{c.family_label}/{c.kind} {c.solver} {c.dtype} {c.device} n={c.n}")
             if result.state == "skipped":
                 progress.console.print(f"[dim]= {head}: already done[/]")
             elif result.state == "done":

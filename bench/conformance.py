@@ -185,6 +185,8 @@ def known_issue(name: str, dtype: str, case_id: str) -> str | None:
 def applicable(cls: type[solvers.Adapter], case: Case) -> str | None:
     """None when the adapter's capabilities cover the case, else why not."""
     caps = cls.CAPABILITIES
+    if caps.structures is not None:
+        return f"adapter decides only {list(caps.structures)}"
     if case.is_qp and not caps.qp:
         return "adapter solves LPs only"
     if not case.is_qp and not caps.lp:
@@ -331,6 +333,8 @@ def run_check(name: str, dtype: str, check_id: str, cache: dict | None = None) -
     case = next((c for c in CASES if c.id == check_id), None)
     if case is not None and (why := applicable(cls, case)):
         return "not applicable", why
+    if check_id == "solve_batch_equals_loop" and cls.CAPABILITIES.structures is not None:
+        return "not applicable", f"adapter decides only {list(cls.CAPABILITIES.structures)}"
     if check_id == "float32_close_to_float64" and not {"float32", "float64"} <= set(cls.CAPABILITIES.dtypes):
         return "not applicable", "adapter has one precision"
     if check_id == "float32_close_to_float64" and dtype != "float32":

@@ -41,6 +41,12 @@ class Cell:
         return self.params.get("kind", "lp1")
 
     @property
+    def family_label(self) -> str:
+        """``family`` or ``family[key=value,...]`` with every parameter but ``kind``."""
+        extra = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()) if k != "kind")
+        return f"{self.family}[{extra}]" if extra else self.family
+
+    @property
     def problem_key(self) -> tuple:
         """Cells with the same key solve the same batch."""
         return (self.family, json.dumps(self.params, sort_keys=True), self.n, self.seed)
@@ -131,9 +137,14 @@ def expand(families: list[str], solver_specs: list[str], dtypes: list[str], devi
         cls(**settings)  # validates the settings now, not in a worker
         caps = cls.CAPABILITIES
         for (fam, params) in fams:
-            klass = problems.families()[fam].problem_class
-            if not getattr(caps, klass):
-                skipped.append((f"{spec} {fam}", f"{name} does not solve {klass.upper()}s"))
+            family = problems.families()[fam]
+            if not getattr(caps, family.problem_class):
+                skipped.append((f"{spec} {fam}", f"{name} does not solve {family.problem_class.upper()}s"))
+                continue
+            structure = family.structure(params)
+            if caps.structures is not None and structure not in caps.structures:
+                skipped.append((f"{spec} {fam}[kind={params.get('kind', 'lp1')}]",
+                                f"{name} decides only {list(caps.structures)}"))
                 continue
             for dt in dtypes:
                 if dt not in caps.dtypes:

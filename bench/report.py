@@ -18,7 +18,7 @@ from solvers import ProblemError
 
 from .verify import OUTCOMES
 
-GROUP = ["family", "kind", "solver_label", "device", "dtype", "n_scenes"]
+GROUP = ["family_label", "kind", "solver_label", "device", "dtype", "n_scenes"]
 
 
 def load_runs(run_dirs: list[Path | str]) -> pd.DataFrame:
@@ -38,6 +38,8 @@ def load_runs(run_dirs: list[Path | str]) -> pd.DataFrame:
 def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per cell group with outcome counts and timing (see module docstring)."""
     rows = rows.copy()
+    if "family_label" not in rows:  # runs written before the label existed
+        rows["family_label"] = rows["family"]
     for col in ("ms_per_256", "us_per_lp", "ms_batch_iqr", "compile_s"):
         if col not in rows:
             rows[col] = float("nan")
@@ -47,7 +49,7 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
         iqr_ms=("ms_batch_iqr", "median"), compile_s=("compile_s", "median"),
     )
     out = timing[["n"]].join(counts).join(timing.drop(columns="n")).reset_index()
-    out = out.rename(columns={"solver_label": "solver", "n_scenes": "scenes"})
+    out = out.rename(columns={"family_label": "family", "solver_label": "solver", "n_scenes": "scenes"})
     return out.sort_values(["family", "kind", "scenes", "ms_per_256"], na_position="last").reset_index(drop=True)
 
 

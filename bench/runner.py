@@ -59,13 +59,21 @@ def batch_for(cell: Cell) -> problems.ProblemBatch:
     return problems.generate(cell.family, cell.n, cell.seed, **cell.params)
 
 
+def batch_name(cell: Cell) -> str:
+    """File name of the cell's saved batch: one per distinct problem set of a run."""
+    import hashlib
+
+    return hashlib.sha256(repr(cell.problem_key).encode()).hexdigest()[:16]
+
+
 def base_rows(cell: Cell, batch: problems.ProblemBatch, ref: pd.DataFrame, env: dict[str, str],
               run_id: str) -> pd.DataFrame:
     """Identity, parameters (``meta_*``) and reference columns, one row per LP of the batch."""
     name, settings = cell.adapter_settings()
     meta = batch.meta.add_prefix("meta_")
     head = pd.DataFrame({
-        "run_id": run_id, "cell_id": cell.cell_id, "family": cell.family, "kind": cell.kind,
+        "run_id": run_id, "cell_id": cell.cell_id, "family": cell.family, "family_label": cell.family_label,
+        "kind": cell.kind,
         "family_params": json.dumps(cell.params, sort_keys=True), "n_scenes": cell.n,
         "n_lps": len(batch), "seed": cell.seed, "solver": name, "solver_spec": cell.solver,
         "settings": json.dumps(settings, sort_keys=True), "dtype": cell.dtype, "device": cell.device,
@@ -97,9 +105,17 @@ def _timed_solve(adapter, batch: problems.ProblemBatch, repeats: int):
     return adapter.collect(raw, prepared), first, np.array(times)
 
 
-def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | None = None) -> pd.DataFrame:
-    """Run one cell in this process and return its rows (solver exceptions become failed rows)."""
-    batch = batch_for(cell)
+def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | None = None,
+               batch_dir: Path | None = None) -> pd.DataFrame:
+    """Run one cell in this process and return its rows (solver exceptions become failed rows).
+
+    The batch is read from ``batch_dir`` when the parent saved it there, else generated.
+    """
+    name = batch_name(cell)
+    if batch_dir is not None and (batch_dir / f"{name}.json").exists():
+        batch = problems.ProblemBatch.load(batch_dir, name)
+    else:
+        batch = batch_for(cell)
     ref = reference(batch, cache_dir=cache_dir)
     name, settings = cell.adapter_settings()
     try:
@@ -140,13 +156,14 @@ def write_atomic(rows: pd.DataFrame, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _worker(cell_data: dict, env: dict[str, str], run_id: str, out: str, log: str, cache: str | None) -> None:
+def _worker(cell_data: dict, env: dict[str, str], run_id: str, out: str, log: str, cache: str | None,
+            batches: str) -> None:
     """Worker entry point: C-level stdout/stderr go to the cell's log file."""
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     cell = Cell.from_dict(cell_data)
-    rows = solve_cell(cell, env, run_id, Path(cache) if cache else None)
+    rows = solve_cell(cell, env, run_id, Path(cache) if cache else None, Path(batches))
     write_atomic(rows, Path(out))
 
 
@@ -181,12 +198,18 @@ def run_cells(cells: list[Cell], run_dir: Path, run_id: str, *, timeout: float =
             result = CellResult(cell, "skipped", path, None, 0.0, "finished in an earlier attempt")
         else:
             if cell.problem_key not in batches:
-                batch = batch_for(cell)
+                name = batch_name(cell)
+                if (run_dir / "batches" / f"{name}.json").exists():  # resumed run: same bytes as before
+                    batch = problems.ProblemBatch.load(run_dir / "batches", name)
+                else:
+                    batch = batch_for(cell)
+                    batch.save(run_dir / "batches", name)
                 batches[cell.problem_key] = (batch, reference(batch, cache_dir=cache_dir))
             batch, ref = batches[cell.problem_key]
             log = run_dir / "logs" / f"{cell.cell_id}.log"
             proc = ctx.Process(target=_worker, args=(cell.to_dict(), env, run_id, str(path), str(log),
-                                                     str(cache_dir) if cache_dir else None))
+                                                     str(cache_dir) if cache_dir else None,
+                                                     str(run_dir / "batches")))
             proc.start()
             proc.join(timeout)
             state, reason = "done", ""

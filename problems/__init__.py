@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from solvers.errors import ProblemError
 
-from . import planar_box
+from . import cube, near_boundary, planar_box
 from .batch import KINDS, ProblemBatch, hold_batch
 from .hold import EXIT_CAP, LP, HoldScene, Limits, exit_lp, lp1, margin_directions
 
@@ -28,6 +28,15 @@ class Family:
     kinds: tuple[str, ...] = KINDS
     #: the problem class a solver must handle: "lp" (hold tests), "qp" or "socp".
     problem_class: str = "lp"
+
+    def axes_for(self, params: dict[str, Any]) -> tuple[str, ...]:
+        """Wrench axes of the scenes generated with ``params``."""
+        return self.axes
+
+    def structure(self, params: dict[str, Any]) -> str:
+        """Problem structure generated with ``params``, e.g. ``hold-d3-lp1`` (see
+        ``Capabilities.structures``)."""
+        return f"hold-d{len(self.axes_for(params))}-{params.get('kind', 'lp1')}"
 
     def parameters(self) -> dict[str, Any]:
         """Parameter name -> default, as ``generate`` accepts them (``kind`` included)."""
@@ -56,6 +65,32 @@ register_family(Family(
 ))
 
 
+register_family(Family(
+    "cube-3d",
+    "cube touched by 1-4 contacts (face patches, edge segments, points) on any face, 8-edge inner "
+    "pyramids, random friction and push; d=6, up to 128 generators",
+    cube.sample, cube.AXES,
+))
+
+
+class NearBoundaryFamily(Family):
+    """near-boundary: its wrench axes (and so its structure) are those of its ``base``."""
+
+    def axes_for(self, params: dict[str, Any]) -> tuple[str, ...]:
+        base = params.get("base", "planar-box")
+        if base not in near_boundary.BASES:
+            raise ProblemError(f"base: expected one of {list(near_boundary.BASES)}, got {base!r}")
+        return _FAMILIES[base].axes
+
+
+register_family(NearBoundaryFamily(
+    "near-boundary",
+    "scenes within +-eps of the support boundary along one parameter of a base family "
+    "(planar-box: disk height; cube-3d: push magnitude); meta has the signed distance",
+    near_boundary.sample, planar_box.AXES,
+))
+
+
 def families() -> dict[str, Family]:
     """All registered families by name."""
     return dict(_FAMILIES)
@@ -78,7 +113,7 @@ def generate(family: str, n: int, seed: int = 0, **params: Any) -> ProblemBatch:
     if not isinstance(seed, (int,)) or isinstance(seed, bool):
         raise ProblemError(f"seed: expected an integer, got {seed!r}")
     scenes, meta = fam.sample(n, seed, **params)
-    return hold_batch(family, scenes, meta, kind=kind, axes=fam.axes,
+    return hold_batch(family, scenes, meta, kind=kind, axes=fam.axes_for(params),
                       params={"n": n, "seed": seed, "kind": kind, **params})
 
 

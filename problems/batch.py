@@ -12,7 +12,10 @@ Every array is float64 with the batch axis first. ``meta`` is one DataFrame row 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -75,6 +78,36 @@ class ProblemBatch:
             h.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
         h.update(repr(float(self.cap)).encode())
         return h.hexdigest()
+
+    _ARRAYS = ("c", "A_eq", "b_eq", "A_ub", "b_ub", "W", "need", "limit_B", "limit_fmax", "direction")
+
+    def save(self, directory: Path | str, name: str) -> None:
+        """Write ``name.npz`` (arrays, no pickle), ``name.parquet`` (meta) and ``name.json``
+        (family, kind, cap, params) under ``directory``, each atomically."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        tag = f".{os.getpid()}.tmp"
+        arrays = {k: getattr(self, k) for k in self._ARRAYS}
+        if self.P is not None:
+            arrays["P"] = self.P
+        with open(directory / f"{name}.npz{tag}", "wb") as fh:
+            np.savez(fh, **arrays)
+        self.meta.to_parquet(directory / f"{name}.parquet{tag}", index=False)
+        (directory / f"{name}.json{tag}").write_text(json.dumps(
+            {"family": self.family, "kind": self.kind, "cap": self.cap, "params": self.params}, default=list))
+        for ext in ("npz", "parquet", "json"):  # the json last: its presence marks a complete save
+            os.replace(directory / f"{name}.{ext}{tag}", directory / f"{name}.{ext}")
+
+    @classmethod
+    def load(cls, directory: Path | str, name: str) -> "ProblemBatch":
+        """Read a batch written by ``save``."""
+        directory = Path(directory)
+        info = json.loads((directory / f"{name}.json").read_text())
+        with np.load(directory / f"{name}.npz", allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+        return cls(info["family"], info["kind"], *(arrays[k] for k in cls._ARRAYS[:5]),
+                   *(arrays[k] for k in cls._ARRAYS[5:]), pd.read_parquet(directory / f"{name}.parquet"),
+                   float(info["cap"]), info["params"], arrays.get("P"))
 
     def subset(self, index) -> "ProblemBatch":
         """The cases at ``index`` (an int array or slice), meta re-indexed."""

@@ -162,3 +162,36 @@ def margin_directions(d: int) -> np.ndarray:
 def direction_names(axes: tuple[str, ...]) -> list[str]:
     """Names of ``margin_directions(len(axes))`` rows, e.g. ``['+f_x', '-f_x', ...]``."""
     return [f"{s}{a}" for a in axes for s in ("+", "-")]
+
+
+def pad(scene: HoldScene, k: int, rows: int | None = None) -> HoldScene:
+    """The same cone with exactly ``k`` columns and ``rows`` limit rows, for batching.
+
+    Extra columns repeat existing ones cyclically (never zero columns: they make some
+    interior-point solvers return NaN); each duplicate joins the limit rows of the column
+    it copies, so a limit still bounds the contact's whole normal force. Extra limit rows
+    repeat the last row. Neither changes the set of feasible wrenches.
+    """
+    if k < scene.k:
+        raise ProblemError(f"k: expected at least the scene's {scene.k} columns, got {k}")
+    src = np.arange(k) % scene.k
+    W = scene.W[:, src]
+    labels = tuple(scene.labels[i] for i in src) if scene.labels else ()
+    limits = None
+    if scene.limits is not None:
+        B, fmax = scene.limits.B[:, src], scene.limits.fmax
+        want = B.shape[0] if rows is None else rows
+        if want < B.shape[0]:
+            raise ProblemError(f"rows: expected at least the scene's {B.shape[0]} limit rows, got {want}")
+        extra = np.arange(want) % B.shape[0] if B.shape[0] else np.zeros(0, int)
+        B, fmax = B[np.r_[np.arange(B.shape[0]), extra[B.shape[0]:]].astype(int)], \
+            fmax[np.r_[np.arange(B.shape[0]), extra[B.shape[0]:]].astype(int)]
+        limits = Limits(B, fmax)
+    elif rows:
+        raise ProblemError(f"rows: the scene has no limits to pad to {rows} rows")
+    return HoldScene(W, scene.need, limits, labels)
+
+
+def with_need(scene: HoldScene, need) -> HoldScene:
+    """The scene with another needed wrench (same generators and limits)."""
+    return HoldScene(scene.W, need, scene.limits, scene.labels)

@@ -26,7 +26,8 @@ import pandas as pd
 
 from solvers.errors import ProblemError
 
-from .hold import HoldScene, Limits
+from .hold import HoldScene, Limits, with_need
+from .robust import corners, lower_mu
 
 AXES = ("f_x", "f_z", "tau_y")
 CORNERS = {"A": np.array([-1.0, -1.0]), "B": np.array([1.0, -1.0])}
@@ -61,7 +62,7 @@ def scene(mu: float = 0.2, corners: str = "AB", push=(0.0, 0.0, 0.0), tilt: floa
 
     Parameters
     ----------
-    mu : floor friction coefficient (>= 0).
+    mu : floor friction coefficient (>= 0), or an interval (low, high) whose lower end is used.
     corners : which floor corners touch: "AB", "A" or "B".
     push : external wrench ``(f_x, f_z, tau_y / l)`` on the box, in m*g, m*g*l.
     tilt : floor inclination in radians.
@@ -73,7 +74,7 @@ def scene(mu: float = 0.2, corners: str = "AB", push=(0.0, 0.0, 0.0), tilt: floa
         has 4 floor columns (batches need one shape; zero columns would make some
         interior-point solvers return NaN).
     """
-    mu = _check_nonnegative("mu", mu)
+    mu = _check_nonnegative("mu", lower_mu(mu))
     if corners not in ("AB", "A", "B"):
         raise ProblemError(f"corners: expected 'AB', 'A' or 'B', got {corners!r}")
     push = np.asarray(push, dtype=float)
@@ -107,15 +108,24 @@ def scene(mu: float = 0.2, corners: str = "AB", push=(0.0, 0.0, 0.0), tilt: floa
     return HoldScene(np.hstack(blocks), need, limits, tuple(labels))
 
 
+def robust_need(m: float, c, tilt: float, push) -> np.ndarray:
+    """Need for mass ``m`` (in m) and centre-of-mass offset ``c = (c_x, c_z)`` (in l); see ``problems.robust``."""
+    s, co = np.sin(tilt), np.cos(tilt)
+    return np.array([m * s, m * co, m * (c[1] * s - c[0] * co)]) - np.asarray(push, float)
+
+
 def sample(n: int, seed: int, *, mu=(0.1, 0.8), tilt=(-0.4, 0.4), push=(0.3, 0.3, 0.5),
-           drop: float = 0.3, disk: bool = False, disk_fmax=(0.1, 1.0)) -> tuple[list[HoldScene], pd.DataFrame]:
+           drop: float = 0.3, disk: bool = False, disk_fmax=(0.1, 1.0), mass=None,
+           com=None) -> tuple[list[HoldScene], pd.DataFrame]:
     """``n`` random padded scenes and their parameters (one ``meta`` row per scene).
 
     ``mu`` and ``tilt`` are uniform ranges; ``push`` gives the half-widths of uniform
     ranges around 0 for ``(f_x, f_z, tau_y / l)``; ``drop`` is the probability that one
     corner (A or B, equally likely) loses contact; with ``disk`` every scene has a disk
     at a uniform height in [-1, 1], with friction in the ``mu`` range and a normal
-    force limit uniform in ``disk_fmax``.
+    force limit uniform in ``disk_fmax``. Robust scenes: ``mass`` (low, high) and/or ``com``
+    (half-widths ``(c_x, c_z)`` in l) give one LP per corner of the uncertainty box
+    (``meta.need_corner``); the robust verdict is the worst over a case's corners.
     """
     if not isinstance(n, (int, np.integer)) or n < 1:
         raise ProblemError(f"n: expected a positive integer, got {n!r}")
@@ -138,9 +148,13 @@ def sample(n: int, seed: int, *, mu=(0.1, 0.8), tilt=(-0.4, 0.4), push=(0.3, 0.3
         if disk:
             p.update(disk_height=rng.uniform(-1, 1), disk_mu=rng.uniform(*mu),
                      disk_fmax=rng.uniform(*disk_fmax))
-        scenes.append(scene(pad=True, **p))
+        base = scene(pad=True, **p)
         fx, fz, tau = p.pop("push")
-        rows.append({"case": i, **p, "push_fx": fx, "push_fz": fz, "push_tau": tau})
+        row = {"case": i, **p, "push_fx": fx, "push_fz": fz, "push_tau": tau}
+        for label, m, c in corners(mass, com, 2):
+            need = base.need if label == "nominal" else robust_need(m, c, p["tilt"], (fx, fz, tau))
+            scenes.append(with_need(base, need))
+            rows.append({**row, "need_corner": label})
     return scenes, pd.DataFrame(rows)
 
 

@@ -44,6 +44,9 @@ class Capabilities:
         False when it loops over cases.
     devices : devices it can run on, e.g. ``("cpu",)`` or ``("cpu", "gpu")``.
     dtypes : floating-point precisions it computes in, e.g. ``("float64",)``.
+    structures : None for general standard-form problems, else the only problem
+        structures it decides, e.g. ``("hold-d3-lp1",)`` (LP-1 of a planar hold test); the
+        grid runs it only on families whose kind has one of them.
     """
 
     lp: bool = True
@@ -52,6 +55,7 @@ class Capabilities:
     batched: bool = False
     devices: tuple[str, ...] = ("cpu",)
     dtypes: tuple[str, ...] = ("float64",)
+    structures: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

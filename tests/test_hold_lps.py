@@ -26,7 +26,7 @@ def seed_params():
     for p in real_adapter_params():
         name, dtype = p.values
         cls = solvers.adapters()[name]
-        if not cls.CAPABILITIES.lp:
+        if not cls.CAPABILITIES.lp or cls.CAPABILITIES.structures is not None:
             continue
         marks = list(p.marks) + ([pytest.mark.skip(reason=SEED_SKIP[(name, dtype)])] if (name, dtype) in SEED_SKIP else [])
         out.append(pytest.param(name, dtype, SEED_PROFILES.get(name, "default"), id=p.id, marks=marks))

@@ -89,3 +89,12 @@ def test_families_lists_parameters():
     fams = problems.families()
     params = fams["planar-box"].parameters()
     assert params["kind"] == "lp1" and params["mu"] == (0.1, 0.8) and params["disk"] is False
+
+
+def test_batch_save_and_load_round_trip(tmp_path):
+    b = problems.generate("planar-box", 7, 3, disk=True, kind="exit")
+    b.save(tmp_path, "x")
+    back = problems.ProblemBatch.load(tmp_path, "x")
+    assert back.content_hash() == b.content_hash()
+    assert back.meta.equals(b.meta) and back.family == "planar-box" and back.kind == "exit"
+    assert not list(tmp_path.glob("*.tmp"))

@@ -1,0 +1,155 @@
+"""Near-boundary sampling: scenes within +-eps of the support boundary along one parameter.
+
+These are the cases where float32 solvers break. For each case a random base scene is
+drawn, the support boundary is located along one scalar parameter with a float64
+decider, and the parameter is drawn uniformly within ``+-eps`` of it, so about half of
+the cases are supported. ``meta`` records the parameter, the boundary value and the
+signed ``distance`` to the boundary (positive on the supported side), and flags
+``ambiguous`` cases (``|distance| < 1e-9``) that sit on the boundary even at float64.
+
+* ``base="planar-box"``: the box stands on its right corner B and a disk pushes +x on
+  its left face at height ``h``, the parameter (in l, as in seed 002's "within 2 mm of
+  disk height": with a 10 cm box, ``l`` = 5 cm and 2 mm = 0.04 l, the default ``eps``).
+  The disk has friction and no force limit (the exact planar test applies). With both
+  corners down an unlimited disk holds almost any pose, and on corner A it never can, so
+  only corner B has a boundary in disk height. The boundary is found by bisection on a
+  grid bracket with the exact planar test (``problems.planar_exact``).
+* ``base="cube-3d"``: the parameter is the magnitude ``s`` of a push ``s u`` along a
+  random unit wrench direction ``u`` on a cube that holds under gravity alone; the
+  boundary ``s*`` is the exit distance of ``need`` along ``-u``, one float64 LP-2 solved
+  with scipy's HiGHS (``eps`` default 0.01 m*g).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from solvers.errors import ProblemError
+
+from . import cube, planar_box, planar_exact
+from .hold import EXIT_CAP, exit_lp, lp1, with_need
+
+BASES = ("planar-box", "cube-3d")
+AMBIGUOUS = 1e-9
+
+
+def _planar(n: int, rng: np.random.Generator, eps: float, mu, tilt, push, disk_mu):
+    """Planar candidates are drawn in blocks and bracketed on a grid of disk heights."""
+    scenes, rows = [], []
+    grid = np.linspace(-1.0, 1.0, 9)
+    drawn = 0
+    while len(scenes) < n:
+        if drawn > 200 * n + 1000:
+            raise ProblemError("near-boundary: too few candidate scenes have a support boundary in disk height; "
+                               "widen the mu / tilt / push ranges")
+        block = max(3 * (n - len(scenes)), 32)
+        drawn += block
+        cand = [{"mu": rng.uniform(*mu), "tilt": rng.uniform(*tilt),
+                 "push": tuple(rng.uniform(-h, h) for h in push), "corners": "B",
+                 "disk_mu": rng.uniform(*disk_mu)} for _ in range(block)]
+
+        def at(heights):
+            built = [planar_box.scene(pad=True, disk_height=h, **c) for c, h in zip(cand, heights)]
+            return planar_exact.decide(np.stack([b.W for b in built]), np.stack([b.need for b in built]))["verdict"]
+
+        verdicts = np.stack([at(np.full(block, h)) for h in grid], axis=1)  # (block, grid)
+        lo, hi = np.full(block, np.nan), np.full(block, np.nan)
+        low_supported = np.zeros(block, bool)
+        for i in range(block):
+            for j in range(len(grid) - 1):
+                a, b = verdicts[i, j], verdicts[i, j + 1]
+                if {a, b} == {"supported", "unsupported"}:
+                    lo[i], hi[i], low_supported[i] = grid[j], grid[j + 1], a == "supported"
+                    break
+        keep = np.isfinite(lo)
+        for _ in range(48):  # bisection to ~1e-14 l
+            mid = np.where(keep, 0.5 * (lo + hi), 0.0)
+            v = at(mid)
+            same_as_low = (v == "supported") == low_supported
+            lo = np.where(keep & same_as_low, mid, lo)
+            hi = np.where(keep & ~same_as_low, mid, hi)
+        for i in np.flatnonzero(keep):
+            if len(scenes) == n:
+                break
+            boundary = 0.5 * (lo[i] + hi[i])
+            h = float(np.clip(boundary + rng.uniform(-eps, eps), -1.0, 1.0))
+            distance = (boundary - h) if low_supported[i] else (h - boundary)
+            c = cand[i]
+            scenes.append(planar_box.scene(pad=True, disk_height=h, **c))
+            fx, fz, tau = c["push"]
+            rows.append({"case": len(rows), "base": "planar-box", "parameter": "disk_height", "value": h,
+                         "boundary": boundary, "distance": distance, "ambiguous": abs(distance) < AMBIGUOUS,
+                         "mu": c["mu"], "tilt": c["tilt"], "corners": c["corners"], "disk_mu": c["disk_mu"],
+                         "push_fx": fx, "push_fz": fz, "push_tau": tau})
+    return scenes, rows
+
+
+def _linprog(lp):
+    from scipy.optimize import linprog
+
+    return linprog(lp.c, A_ub=lp.A_ub, b_ub=lp.b_ub, A_eq=lp.A_eq, b_eq=lp.b_eq, bounds=(0, None), method="highs")
+
+
+def _held(scene) -> bool:
+    """Float64 LP-1: is ``scene.need`` in the cone (delta <= 1e-9)?"""
+    res = _linprog(lp1(scene))
+    return res.status == 0 and res.fun <= AMBIGUOUS
+
+
+def _exit_distance(scene, u) -> float:
+    """Float64 exit distance of ``scene.need`` along ``u`` (NaN when infeasible).
+
+    Only meaningful when ``scene.need`` is held: then, the cone being convex, every
+    ``need + t u`` with ``0 <= t <= t(u)`` is held too.
+    """
+    res = _linprog(exit_lp(scene, u, EXIT_CAP))
+    return float(-res.fun) if res.status == 0 else float("nan")
+
+
+def _cube(n: int, rng: np.random.Generator, eps: float, cube_params: dict):
+    scenes, rows = [], []
+    drawn = 0
+    while len(scenes) < n:
+        drawn += 1
+        if drawn > 200 * n + 1000:
+            raise ProblemError("near-boundary: too few cube scenes hold under gravity with a boundary below the cap")
+        draw = int(rng.integers(2**31))
+        [base], meta = cube.sample(1, draw, push=(0.0,) * 6, **cube_params)
+        u = rng.normal(size=6)
+        u /= np.linalg.norm(u)
+        if not _held(base):
+            continue
+        boundary = _exit_distance(base, -u)
+        if not (np.isfinite(boundary) and eps < boundary < EXIT_CAP * (1 - 1e-6)):
+            continue  # not held under gravity alone, or the boundary is beyond the cap
+        s = boundary + rng.uniform(-eps, eps)
+        scenes.append(with_need(base, base.need - s * u))
+        row = meta.iloc[0].to_dict()
+        row.update({"case": len(rows), "base": "cube-3d", "parameter": "push_magnitude", "value": s,
+                    "boundary": boundary, "distance": boundary - s, "ambiguous": abs(boundary - s) < AMBIGUOUS,
+                    **{f"u_{a}": v for a, v in zip(cube.AXES, u)}})
+        rows.append(row)
+    return scenes, rows
+
+
+def sample(n: int, seed: int, *, base: str = "planar-box", eps: float | None = None, mu=(0.1, 0.8),
+           tilt=(-0.3, 0.3), push=(0.2, 0.2, 0.3), disk_mu=(0.1, 0.8), cube_params: dict | None = None):
+    """``n`` near-boundary scenes of ``base`` (see the module docstring).
+
+    ``eps`` is the half-width in the parameter's units (planar: l, default 0.04; cube:
+    m*g, default 0.01). ``mu``, ``tilt``, ``push``, ``disk_mu`` are the planar ranges (as in
+    ``planar_box.sample``); ``cube_params`` go to ``cube.sample``.
+    """
+    if not isinstance(n, (int, np.integer)) or n < 1:
+        raise ProblemError(f"n: expected a positive integer, got {n!r}")
+    if base not in BASES:
+        raise ProblemError(f"base: expected one of {list(BASES)}, got {base!r}")
+    if eps is not None and not (np.isfinite(eps) and eps > 0):
+        raise ProblemError(f"eps: expected a half-width > 0, got {eps!r}")
+    rng = np.random.default_rng(seed)
+    if base == "planar-box":
+        scenes, rows = _planar(int(n), rng, 0.04 if eps is None else eps, mu, tilt, push, disk_mu)
+    else:
+        scenes, rows = _cube(int(n), rng, 0.01 if eps is None else eps, dict(cube_params or {}))
+    return scenes, pd.DataFrame(rows)
