@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from problems import EXIT_CAP, HoldScene, hold_batch
-from solvers import Adapter, from_spec
+from solvers import Adapter, ProblemError, from_spec
 
 from .verify import DEFAULT_TOLERANCES, Tolerances, verify_exit, verify_lp1
 
@@ -61,3 +61,29 @@ def check(scene: HoldScene, solver: str | Adapter = "highs", margin: bool = True
         exits = dict(zip(ebatch.meta["direction"], checked["exit"].astype(float)))
         value = min(exits.values())
     return HoldCheck(verdict, delta, witness, certificate, exits, value)
+
+
+def check_robust(scenes: list[HoldScene], solver: str | Adapter = "highs", margin: bool = True,
+                 tolerances: Tolerances = DEFAULT_TOLERANCES, cap: float = EXIT_CAP) -> HoldCheck:
+    """The robust hold test (seed 002 §5): ``scenes`` are one pose's corners of the mass /
+    centre-of-mass box (or any set of needs); the result is the worst over them.
+
+    Supported only if every corner is (witness of the first corner, each exit the smallest
+    over corners, margin the smallest); unsupported if any corner is certified
+    unsupported (that corner's delta and certificate, the largest delta); else uncertain
+    (or failed, if any corner failed).
+    """
+    if not scenes:
+        raise ProblemError("scenes: expected at least one scene (one per corner of the uncertainty box)")
+    adapter = from_spec(solver) if isinstance(solver, str) else solver
+    results = [check(s, adapter, margin, tolerances, cap) for s in scenes]
+    verdicts = [r.verdict for r in results]
+    if "unsupported" in verdicts:
+        worst = max((r for r in results if r.verdict == "unsupported"), key=lambda r: r.delta)
+        return worst
+    if all(v == "supported" for v in verdicts):
+        exits = {k: min(r.exits[k] for r in results) for k in results[0].exits}
+        return HoldCheck("supported", max(r.delta for r in results), results[0].witness, None, exits,
+                         min(r.margin for r in results) if margin else float("nan"))
+    verdict = "failed" if "failed" in verdicts else "uncertain"
+    return HoldCheck(verdict, float("nan"), None, None, {}, float("nan"))
