@@ -30,7 +30,7 @@ class ExactPlanarAdapter(Adapter):
     def prepare(self, problem: StandardForm):
         """Recover ``W`` (B, 3, k) and ``need`` (B, 3) from planar LP-1 standard form."""
         d = 3
-        n, B = problem.n, problem.batch or 0
+        n = problem.n
         k = n - 2 * d
         eye = np.eye(d)
         ok = (problem.m_eq == d and k >= 1 and problem.m_ub == 0

@@ -17,10 +17,11 @@ Loop adapters (one native call per case) implement ``solve_one`` and inherit the
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
-from .errors import ProblemError
+from .errors import ProblemError, SolverNotAvailable
 from .types import BatchSolution, Capabilities, Solution, StandardForm, check_standard_form
 
 
@@ -71,6 +72,8 @@ class Adapter:
     SETTINGS: ClassVar[dict[str, dict[str, Any]]] = {"default": {}}
     #: pip requirement that makes this adapter available, shown in error messages.
     INSTALL_HINT: ClassVar[str] = ""
+    #: modules that must import for the adapter to be available.
+    REQUIRES: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, profile: str = "default", **overrides: Any) -> None:
         if profile not in self.SETTINGS:
@@ -103,7 +106,13 @@ class Adapter:
 
     @classmethod
     def check_available(cls) -> None:
-        """Raise ``SolverNotAvailable`` (with an install hint) when the solver cannot run."""
+        """Raise ``SolverNotAvailable`` (with an install hint) when a ``REQUIRES`` module
+        does not import. Adapters with further conditions extend this."""
+        for module in cls.REQUIRES:
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                raise SolverNotAvailable(f"{module} is not installed ({exc}); {cls.INSTALL_HINT}") from None
 
     @property
     def dtype(self) -> str:

@@ -14,7 +14,6 @@ import numpy as np
 
 from . import _forms
 from .base import Adapter, Option, module_api
-from .errors import SolverNotAvailable
 from .types import Capabilities, Solution, StandardForm, Status
 
 #: Clarabel SolverStatus name -> project Status; unknown names map to ERROR.
@@ -37,6 +36,7 @@ class ClarabelAdapter(Adapter):
 
     NAME = "clarabel"
     CAPABILITIES = Capabilities(lp=True, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
+    REQUIRES = ('clarabel',)
     INSTALL_HINT = "pip install clarabel"
     OPTIONS = {
         "tol_gap_abs": Option(float, None, "absolute duality gap tolerance (Clarabel default 1e-8)"),
@@ -50,13 +50,6 @@ class ClarabelAdapter(Adapter):
         "high_accuracy": {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10},
         "low_accuracy": {"tol_gap_abs": 1e-5, "tol_gap_rel": 1e-5, "tol_feas": 1e-5},
     }
-
-    @classmethod
-    def check_available(cls) -> None:
-        try:
-            import clarabel  # noqa: F401
-        except ImportError as exc:
-            raise SolverNotAvailable(f"clarabel is not installed ({exc}); {cls.INSTALL_HINT}") from None
 
     def solve_one(self, problem: StandardForm) -> Solution:
         import clarabel

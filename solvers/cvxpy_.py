@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _forms
 from .base import Adapter, Option, module_api
-from .errors import ProblemError, SolverNotAvailable
+from .errors import ProblemError
 from .types import Capabilities, Solution, StandardForm, Status
 
 #: CVXPY status -> project Status; unknown statuses map to ERROR.
@@ -37,18 +37,12 @@ class CvxpyAdapter(Adapter):
 
     NAME = "cvxpy"
     CAPABILITIES = Capabilities(lp=True, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
+    REQUIRES = ('cvxpy',)
     INSTALL_HINT = "pip install cvxpy clarabel"
     OPTIONS = {
         "backend": Option(str, "CLARABEL", "CVXPY solver name (CLARABEL, SCS, HIGHS, OSQP, ... as installed)"),
     }
     SETTINGS = {"default": {}}
-
-    @classmethod
-    def check_available(cls) -> None:
-        try:
-            import cvxpy  # noqa: F401
-        except ImportError as exc:
-            raise SolverNotAvailable(f"cvxpy is not installed ({exc}); {cls.INSTALL_HINT}") from None
 
     def __init__(self, profile: str = "default", **overrides) -> None:
         super().__init__(profile, **overrides)

@@ -16,7 +16,6 @@ import numpy as np
 
 from . import _forms
 from .base import Adapter, Option, module_api
-from .errors import SolverNotAvailable
 from .types import Capabilities, Solution, StandardForm, Status
 
 #: DAQP exitflag -> project Status; unknown flags map to ERROR.
@@ -31,6 +30,7 @@ class DaqpAdapter(Adapter):
 
     NAME = "daqp"
     CAPABILITIES = Capabilities(lp=True, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
+    REQUIRES = ('daqp',)
     INSTALL_HINT = "pip install daqp"
     OPTIONS = {
         "primal_tol": Option(float, None, "primal feasibility tolerance (DAQP default 1e-6)"),
@@ -43,13 +43,6 @@ class DaqpAdapter(Adapter):
         "high_accuracy": {"primal_tol": 1e-9},
         "low_accuracy": {"primal_tol": 1e-4},
     }
-
-    @classmethod
-    def check_available(cls) -> None:
-        try:
-            import daqp  # noqa: F401
-        except ImportError as exc:
-            raise SolverNotAvailable(f"daqp is not installed ({exc}); {cls.INSTALL_HINT}") from None
 
     def solve_one(self, problem: StandardForm) -> Solution:
         import daqp

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Adapter, Option, module_api
-from .errors import SolverNotAvailable
 from .types import Capabilities, Solution, StandardForm, Status
 
 INF = float("inf")
@@ -33,6 +32,7 @@ class HighsAdapter(Adapter):
 
     NAME = "highs"
     CAPABILITIES = Capabilities(lp=True, qp=False, batched=False, devices=("cpu",), dtypes=("float64",))
+    REQUIRES = ('highspy',)
     INSTALL_HINT = "pip install highspy"
     OPTIONS = {
         "presolve": Option(str, None, "HiGHS presolve", choices=("off", "choose", "on")),
@@ -47,13 +47,6 @@ class HighsAdapter(Adapter):
         "fast": {"presolve": "off", "threads": 1},
         "high_accuracy": {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
     }
-
-    @classmethod
-    def check_available(cls) -> None:
-        try:
-            import highspy  # noqa: F401
-        except ImportError as exc:
-            raise SolverNotAvailable(f"highspy is not installed ({exc}); {cls.INSTALL_HINT}") from None
 
     def __init__(self, profile: str = "default", **overrides) -> None:
         super().__init__(profile, **overrides)

@@ -20,7 +20,6 @@ import numpy as np
 
 from . import _jax
 from .base import Adapter, Option, module_api
-from .errors import SolverNotAvailable
 from .types import Capabilities, Status
 
 LINRAX_VERSION = "0.3.0"
@@ -32,6 +31,7 @@ class LinraxAdapter(_jax.JaxBatchedAdapter, Adapter):
     NAME = "linrax"
     CAPABILITIES = Capabilities(lp=True, qp=False, batched=True, devices=("cpu", "gpu"),
                                 dtypes=("float32", "float64"))
+    REQUIRES = ('jax', 'linrax')
     INSTALL_HINT = f"pip install 'linrax=={LINRAX_VERSION}' jax"
     OPTIONS = {
         "primal_tol": Option(float, None, "linrax primal_tol (phase-1 feasibility); its default 1e-6"),
@@ -39,14 +39,6 @@ class LinraxAdapter(_jax.JaxBatchedAdapter, Adapter):
         "device": _jax.JaxBatchedAdapter.device_option(),
     }
     SETTINGS = {"default": {}, "low_accuracy": {"primal_tol": 1e-4, "dual_tol": 1e-4}}
-
-    @classmethod
-    def check_available(cls) -> None:
-        _jax.import_jax()
-        try:
-            import linrax  # noqa: F401
-        except ImportError as exc:
-            raise SolverNotAvailable(f"linrax is not installed ({exc}); {cls.INSTALL_HINT}") from None
 
     def one_case(self, c, A_eq, b_eq, A_ub, b_ub, P=None):
         """One LP: linrax's primal and flags, plus the dual recovered from its final basis."""

@@ -18,7 +18,6 @@ import numpy as np
 
 from . import _jax
 from .base import Adapter, Option, module_api
-from .errors import SolverNotAvailable
 from .types import Capabilities, Status
 
 #: MPAX TerminationStatus value -> (project Status, name); unknown values map to ERROR.
@@ -41,6 +40,7 @@ class MpaxAdapter(_jax.JaxBatchedAdapter, Adapter):
     NAME = "mpax"
     CAPABILITIES = Capabilities(lp=True, qp=False, batched=True, devices=("cpu", "gpu"),
                                 dtypes=("float32", "float64"))
+    REQUIRES = ('jax', 'mpax')
     INSTALL_HINT = "pip install mpax jax"
     OPTIONS = {
         "algorithm": Option(str, "r2hpdhg", "r2hpdhg (reflected, LP default) or rapdhg", choices=("r2hpdhg", "rapdhg")),
@@ -55,14 +55,6 @@ class MpaxAdapter(_jax.JaxBatchedAdapter, Adapter):
         "high_accuracy": {"eps_abs": 1e-8, "eps_rel": 1e-8, "max_iter": 200000},
         "low_accuracy": {"eps_abs": 1e-3, "eps_rel": 1e-3},
     }
-
-    @classmethod
-    def check_available(cls) -> None:
-        _jax.import_jax()
-        try:
-            import mpax  # noqa: F401
-        except ImportError as exc:
-            raise SolverNotAvailable(f"mpax is not installed ({exc}); {cls.INSTALL_HINT}") from None
 
     def _solver(self):
         import mpax

@@ -53,15 +53,15 @@ class OsqpAdapter(Adapter):
         "low_accuracy": {"eps_abs": 1e-2, "eps_rel": 1e-2},
     }
 
+    REQUIRES = ("osqp",)
+
     @classmethod
     def check_available(cls) -> None:
-        try:
-            import osqp
+        super().check_available()
+        import osqp
 
-            if int(osqp.__version__.split(".")[0]) < 1:
-                raise ImportError(f"osqp {osqp.__version__} is older than 1.0")
-        except ImportError as exc:
-            raise SolverNotAvailable(f"osqp >= 1 is not available ({exc}); {cls.INSTALL_HINT}") from None
+        if int(osqp.__version__.split(".")[0]) < 1:
+            raise SolverNotAvailable(f"osqp {osqp.__version__} is older than 1.0; {cls.INSTALL_HINT}")
 
     def _constraints(self, problem: StandardForm):
         A = np.vstack([problem.A_eq, problem.A_ub, np.eye(problem.n)])

@@ -12,7 +12,6 @@ import numpy as np
 
 from . import _forms
 from .base import Adapter, Option, module_api
-from .errors import SolverNotAvailable
 from .types import Capabilities, Solution, StandardForm, Status
 
 #: PIQP status name -> project Status; unknown names map to ERROR (Adapter contract).
@@ -30,6 +29,7 @@ class PiqpAdapter(Adapter):
 
     NAME = "piqp"
     CAPABILITIES = Capabilities(lp=True, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
+    REQUIRES = ('piqp',)
     INSTALL_HINT = "pip install piqp"
     OPTIONS = {  # PIQP's own option names; None = PIQP's default
         "eps_abs": Option(float, None, "absolute tolerance (PIQP default 1e-8)"),
@@ -40,13 +40,6 @@ class PiqpAdapter(Adapter):
         "default": {},  # never override the solver's defaults here
         "low_accuracy": {"eps_abs": 1e-5, "eps_rel": 1e-5},
     }
-
-    @classmethod
-    def check_available(cls) -> None:
-        try:
-            import piqp  # noqa: F401
-        except ImportError as exc:
-            raise SolverNotAvailable(f"piqp is not installed ({exc}); {cls.INSTALL_HINT}") from None
 
     def solve_one(self, problem: StandardForm) -> Solution:
         import piqp

@@ -16,7 +16,6 @@ import numpy as np
 
 from . import _forms
 from .base import Adapter, Option, module_api
-from .errors import SolverNotAvailable
 from .types import Capabilities, Solution, StandardForm, Status
 
 BIG = 1e20  # ProxQP's infinity for bounds
@@ -36,6 +35,7 @@ class ProxsuiteAdapter(Adapter):
 
     NAME = "proxsuite"
     CAPABILITIES = Capabilities(lp=True, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
+    REQUIRES = ('proxsuite',)
     INSTALL_HINT = "pip install proxsuite"
     OPTIONS = {
         "eps_abs": Option(float, None, "absolute tolerance (ProxQP default 1e-5)"),
@@ -48,13 +48,6 @@ class ProxsuiteAdapter(Adapter):
         "high_accuracy": {"eps_abs": 1e-9, "check_duality_gap": True},
         "low_accuracy": {"eps_abs": 1e-3},
     }
-
-    @classmethod
-    def check_available(cls) -> None:
-        try:
-            import proxsuite  # noqa: F401
-        except ImportError as exc:
-            raise SolverNotAvailable(f"proxsuite is not installed ({exc}); {cls.INSTALL_HINT}") from None
 
     def solve_one(self, problem: StandardForm) -> Solution:
         import proxsuite

@@ -19,7 +19,6 @@ import numpy as np
 
 from . import _jax
 from .base import Adapter, Option, module_api
-from .errors import SolverNotAvailable
 from .types import Capabilities, Status
 
 
@@ -29,6 +28,7 @@ class QpaxAdapter(_jax.JaxBatchedAdapter, Adapter):
     NAME = "qpax"
     CAPABILITIES = Capabilities(lp=True, qp=True, batched=True, devices=("cpu", "gpu"),
                                 dtypes=("float32", "float64"))
+    REQUIRES = ('jax', 'qpax')
     INSTALL_HINT = "pip install qpax jax"
     OPTIONS = {
         "backend": Option(str, None, "qpax backend: e (explicit, its default) or i (implicit)", choices=("e", "i")),
@@ -43,14 +43,6 @@ class QpaxAdapter(_jax.JaxBatchedAdapter, Adapter):
         "low_accuracy": {"solver_tol": 1e-3},
         "robust": {"linear_solver": "qr"},
     }
-
-    @classmethod
-    def check_available(cls) -> None:
-        _jax.import_jax()
-        try:
-            import qpax  # noqa: F401
-        except ImportError as exc:
-            raise SolverNotAvailable(f"qpax is not installed ({exc}); {cls.INSTALL_HINT}") from None
 
     def one_case(self, c, A_eq, b_eq, A_ub, b_ub, P=None):
         import jax.numpy as jnp

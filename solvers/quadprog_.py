@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _forms
 from .base import Adapter, module_api
-from .errors import ProblemError, SolverNotAvailable
+from .errors import ProblemError
 from .types import Capabilities, Solution, StandardForm, Status
 
 
@@ -22,15 +22,9 @@ class QuadprogAdapter(Adapter):
 
     NAME = "quadprog"
     CAPABILITIES = Capabilities(lp=False, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
+    REQUIRES = ('quadprog',)
     INSTALL_HINT = "pip install quadprog"
     SETTINGS = {"default": {}}
-
-    @classmethod
-    def check_available(cls) -> None:
-        try:
-            import quadprog  # noqa: F401
-        except ImportError as exc:
-            raise SolverNotAvailable(f"quadprog is not installed ({exc}); {cls.INSTALL_HINT}") from None
 
     def _check_problem_class(self, problem: StandardForm) -> None:
         if problem.P is None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Adapter, Option, module_api
-from .errors import SolverNotAvailable
 from .types import Capabilities, Solution, StandardForm, Status
 
 #: linprog ``res.status`` -> project Status; unknown codes map to ERROR.
@@ -22,6 +21,7 @@ class ScipyHighsAdapter(Adapter):
 
     NAME = "scipy-highs"
     CAPABILITIES = Capabilities(lp=True, batched=False, devices=("cpu",), dtypes=("float64",))
+    REQUIRES = ('scipy.optimize',)
     INSTALL_HINT = "pip install scipy"
     OPTIONS = {
         "method": Option(str, "highs", "linprog method", choices=("highs", "highs-ds", "highs-ipm")),
@@ -35,13 +35,6 @@ class ScipyHighsAdapter(Adapter):
         "high_accuracy": {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
         "low_accuracy": {"primal_feasibility_tolerance": 1e-5, "dual_feasibility_tolerance": 1e-5},
     }
-
-    @classmethod
-    def check_available(cls) -> None:
-        try:
-            from scipy.optimize import linprog  # noqa: F401
-        except ImportError as exc:
-            raise SolverNotAvailable(f"scipy is not installed ({exc}); {cls.INSTALL_HINT}") from None
 
     def solve_one(self, problem: StandardForm) -> Solution:
         from scipy.optimize import linprog

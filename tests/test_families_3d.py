@@ -1,7 +1,6 @@
 """Contact geometry, the cube family, near-boundary sampling, robust needs, the exact planar test."""
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import problems

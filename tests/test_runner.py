@@ -6,7 +6,6 @@ import subprocess
 import sys
 import time
 
-import pandas as pd
 import pytest
 
 from bench import grid, report, runner

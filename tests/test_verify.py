@@ -8,7 +8,7 @@ import problems
 import solvers
 from bench import verify
 from bench.reference import compute_reference, reference
-from problems import hold_batch, lp1, planar_box
+from problems import hold_batch, planar_box
 from solvers import BatchSolution, Status
 
 
