@@ -16,7 +16,7 @@ import pandas as pd
 
 from solvers import ProblemError
 
-from .verify import OUTCOMES
+from .verify import OUTCOMES, lp1_outcomes
 
 GROUP = ["family_label", "kind", "solver_label", "device", "dtype", "n_scenes"]
 
@@ -53,6 +53,38 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["family", "kind", "scenes", "ms_per_256"], na_position="last").reset_index(drop=True)
 
 
+def robust_summary(rows: pd.DataFrame) -> pd.DataFrame:
+    """Robust hold tests: one outcome per case (pose), the worst over its corners.
+
+    A case is supported only if every corner LP is, unsupported if any corner is
+    certified unsupported, failed if any failed, else uncertain; its truth is likewise
+    the worst of the corners' reference truths. Empty when the rows hold no robust cases
+    (LP-1 cells whose ``meta_need_corner`` has more than one value per case).
+    """
+    if "meta_need_corner" not in rows or "meta_case" not in rows:
+        return pd.DataFrame()
+    lp1 = rows[(rows["kind"] == "lp1") & rows["meta_need_corner"].notna()]
+    lp1 = lp1[lp1.groupby(["cell_id", "meta_case"])["meta_need_corner"].transform("nunique") > 1]
+    if lp1.empty:
+        return pd.DataFrame()
+
+    def worst(verdicts: pd.Series) -> str:
+        values = set(verdicts)
+        if "unsupported" in values:
+            return "unsupported"
+        if values == {"supported"}:
+            return "supported"
+        return "failed" if "failed" in values else "uncertain"
+
+    keys = [g for g in GROUP] + ["cell_id", "meta_case"]
+    cases = lp1.groupby(keys).agg(verdict=("verdict", worst), truth=("truth", worst)).reset_index()
+    cases["outcome"] = lp1_outcomes(cases["verdict"], cases["truth"])
+    counts = pd.crosstab([cases[g] for g in GROUP], cases["outcome"]).reindex(columns=list(OUTCOMES), fill_value=0)
+    counts.insert(0, "cases", counts.sum(axis=1))
+    out = counts.reset_index().rename(columns={"family_label": "family", "solver_label": "solver", "n_scenes": "scenes"})
+    return out
+
+
 def provenance(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per run: id, commit, CPU, host, JAX devices and package versions."""
     cols = ["run_id"] + sorted(c for c in rows.columns if c.startswith("env_"))
@@ -75,7 +107,12 @@ def write_report(rows: pd.DataFrame, out_dir: Path | str, manifests: list[dict] 
              "Outcomes are verified independently of each solver against a HiGHS float64 reference "
              "(`false_accept` = said supported, is not: the unsafe error). `ms_per_256` is the median "
              "time per 256 scenes; `compile_s` is first call minus a steady call.", "",
-             _markdown(summary), "", "## Failures", ""]
+             _markdown(summary), ""]
+    robust = robust_summary(rows)
+    if len(robust):
+        robust.to_csv(out / "robust.csv", index=False)
+        lines += ["## Robust hold tests (worst over each case's corners)", "", _markdown(robust), ""]
+    lines += ["## Failures", ""]
     failed = rows[rows.get("error_type", pd.Series("", index=rows.index)).fillna("") != ""]
     if len(failed):
         first = failed.drop_duplicates("cell_id")[["cell_id", "error_type", "error"]]

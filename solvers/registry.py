@@ -121,6 +121,18 @@ def get(name: str, **settings: Any) -> Adapter:
 _SPEC = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(?:\[(.*)\])?\s*$")
 
 
+def _split_top_level(text: str) -> list[str]:
+    """Split on commas outside parentheses: ``"a=(1, 2),b=3"`` -> ``["a=(1, 2)", "b=3"]``."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     """Parse ``name[key=value,...]`` (a bare ``word`` inside the brackets is a profile).
 
@@ -128,13 +140,15 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     ('linrax', {'dtype': 'float64', 'primal_tol': '1e-5'})
     >>> parse_spec("highs[fast]")
     ('highs', {'profile': 'fast'})
+    >>> parse_spec("planar-box[mass=(0.9, 1.1),kind=lp1]")
+    ('planar-box', {'mass': '(0.9, 1.1)', 'kind': 'lp1'})
     """
     match = _SPEC.match(spec)
     if not match:
         raise ProblemError(f"solver spec: expected name or name[key=value,...], got {spec!r}")
     name, body = match.group(1), match.group(2)
     settings: dict[str, str] = {}
-    for item in filter(None, (p.strip() for p in (body or "").split(","))):
+    for item in filter(None, (p.strip() for p in _split_top_level(body or ""))):
         if "=" in item:
             key, value = (s.strip() for s in item.split("=", 1))
             if not key:

@@ -197,3 +197,20 @@ def test_exact_planar_adapter_in_harness_terms():
     with pytest.raises(ProblemError, match="exact-planar decides only planar LP-1"):
         e = problems.generate("planar-box", 2, 0, kind="exit")
         a.solve_batch(*e.arrays())
+
+
+def test_report_aggregates_robust_cases_to_the_worst_corner(tmp_path):
+    from bench import grid, report, runner
+
+    cells, _ = grid.expand(["planar-box[mass=(0.7, 1.3),com=(0.4, 0.2)]"], ["highs"], ["float64"], ["cpu"], [12], 0, 1)
+    runner.run_cells(cells, tmp_path / "run", "rb", timeout=120)
+    rows = report.load_runs([tmp_path / "run"])
+    robust = report.robust_summary(rows)
+    assert len(robust) == 1 and robust["cases"].iloc[0] == 12  # 12 poses, 8 corner LPs each
+    assert robust["correct"].iloc[0] == 12
+    per_case = rows.groupby("meta_case")["truth"].agg(lambda t: "unsupported" if "unsupported" in set(t) else "supported")
+    lp_supported = (rows["truth"] == "supported").mean()
+    case_supported = (per_case == "supported").mean()
+    assert case_supported <= lp_supported  # the worst case can only lose support
+    report.write_report(rows, tmp_path / "rep")
+    assert "Robust hold tests" in (tmp_path / "rep" / "report.md").read_text()

@@ -119,3 +119,12 @@ def test_adding_a_solver_guide_shows_the_real_file():
     doc = (REPO / "docs" / "adding-a-solver.md").read_text()
     block = doc.split("```python\n", 1)[1].split("```", 1)[0]
     assert block == (REPO / "solvers" / "piqp_.py").read_text()
+
+
+def test_spec_examples_in_docstrings():
+    import doctest
+
+    import solvers.registry
+
+    result = doctest.testmod(solvers.registry)
+    assert result.attempted >= 3 and result.failed == 0
