@@ -6,26 +6,55 @@ it reads ``W`` and ``need`` back from LP-1's standard form (``A_eq = [W, I, -I]`
 ``b_eq = need``) and refuses anything else, force limits included. Its answer in LP-1
 terms: supported -> ``x = [witness, 0, 0]`` (objective 0); unsupported -> ``x`` NaN and
 ``y_eq = -z`` (the Farkas plane as an LP-1 dual, unit length); the signed Euclidean margin
-is in ``extras["margin"]``. It lives in ``bench`` (it needs ``problems``' geometry) and is
-registered through the ``contactbench.solvers`` entry point of this package.
+is in ``extras["margin"]``. ``backend=numpy`` (default) runs the enumeration with numpy;
+``backend=jax`` runs the same code jitted with ``jax.numpy`` on ``device`` (cpu or gpu),
+blocking until ready inside the timed call. It lives in ``bench`` (it needs ``problems``'
+geometry) and is registered through the ``contactbench.solvers`` entry point of this package.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+import functools
+
 from problems import planar_exact
 from solvers import Adapter, BatchSolution, Capabilities, Option, ProblemError, StandardForm, Status, module_api
+from solvers import _jax
 
 
 class ExactPlanarAdapter(Adapter):
     """Enumeration (Caratheodory triples, Farkas planes through generator pairs), numpy, float64."""
 
     NAME = "exact-planar"
-    CAPABILITIES = Capabilities(lp=True, batched=True, devices=("cpu",), dtypes=("float64",),
+    CAPABILITIES = Capabilities(lp=True, batched=True, devices=("cpu", "gpu"), dtypes=("float64", "float32"),
                                 structures=("hold-d3-lp1",))
-    OPTIONS = {"tol": Option(float, 1e-9, "non-negativity and separation tolerance of the enumeration")}
-    SETTINGS = {"default": {}}
+    OPTIONS = {
+        "tol": Option(float, None, "non-negativity and separation tolerance (default 1e-9 in float64, 1e-5 in float32)"),
+        "backend": Option(str, "numpy", "numpy, or jax (jitted, on device)", choices=("numpy", "jax")),
+        "device": Option(str, None, "JAX device platform for backend=jax; None = JAX's default", choices=("cpu", "gpu")),
+    }
+    SETTINGS = {"default": {}, "jax": {"backend": "jax"}}
+
+    @property
+    def tol(self) -> float:
+        """The enumeration tolerance for this dtype."""
+        if self.settings["tol"] is not None:
+            return self.settings["tol"]
+        return 1e-9 if self.dtype == "float64" else 1e-5
+
+    @property
+    def device_name(self) -> str:
+        """Platform the test runs on."""
+        return _jax.device(self.settings["device"]).platform if self.settings["backend"] == "jax" else "cpu"
+
+    def _jitted(self):
+        if "_compiled" not in self.__dict__:
+            jax = _jax.import_jax()
+            import jax.numpy as jnp
+
+            self._compiled = jax.jit(functools.partial(planar_exact.decide_codes, jnp, tol=self.tol))
+        return self._compiled
 
     def prepare(self, problem: StandardForm):
         """Recover ``W`` (B, 3, k) and ``need`` (B, 3) from planar LP-1 standard form."""
@@ -39,16 +68,32 @@ class ExactPlanarAdapter(Adapter):
         if not ok:
             raise ProblemError("problem: exact-planar decides only planar LP-1 without force limits "
                                "(A_eq = [W, I, -I] with 3 rows, c = [0, 1, 1], no A_ub rows)")
-        return problem, problem.A_eq[:, :, :k].copy(), problem.b_eq.copy()
+        W, need = problem.A_eq[:, :, :k].astype(self.dtype), problem.b_eq.astype(self.dtype)
+        if self.settings["backend"] == "jax":
+            jax = _jax.import_jax()
+            dev = _jax.device(self.settings["device"])
+            with _jax.precision(self.dtype):
+                W, need = jax.device_put(W, dev), jax.device_put(need, dev)
+        return problem, W, need
 
     def run(self, prepared):
         _, W, need = prepared
-        return planar_exact.decide(W, need, self.settings["tol"])
+        if self.settings["backend"] == "jax":
+            jax = _jax.import_jax()
+            with _jax.precision(self.dtype):
+                return jax.block_until_ready(self._jitted()(W, need))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return planar_exact.decide_codes(np, W, need, self.tol)
 
     def collect(self, raw, prepared) -> BatchSolution:
         problem, W, need = prepared
+        code, witness, certificate, margin = (np.asarray(a) for a in raw)
+        if witness.dtype != np.dtype(self.dtype):
+            raise AssertionError(f"exact-planar computed in {witness.dtype}, expected {self.dtype}")
         B, k = W.shape[0], W.shape[2]
-        verdict = raw["verdict"]
+        verdict = planar_exact.VERDICTS[code]
+        raw = {"witness": witness.astype(float), "certificate": certificate.astype(float),
+               "margin": margin.astype(float)}
         x = np.full((B, problem.n), np.nan)
         sup = verdict == "supported"
         x[sup] = 0.0

@@ -214,3 +214,14 @@ def test_report_aggregates_robust_cases_to_the_worst_corner(tmp_path):
     assert case_supported <= lp_supported  # the worst case can only lose support
     report.write_report(rows, tmp_path / "rep")
     assert "Robust hold tests" in (tmp_path / "rep" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("settings", [dict(backend="jax", dtype="float64"), dict(backend="jax", dtype="float32"),
+                                      dict(backend="numpy", dtype="float32")])
+def test_exact_planar_backends_agree_with_numpy_float64(settings):
+    b = problems.generate("planar-box", 200, 4)
+    ref = solvers.get("exact-planar").solve_batch(*b.arrays())
+    other = solvers.get("exact-planar", **settings).solve_batch(*b.arrays())
+    assert list(other.native_status) == list(ref.native_status)  # same verdict on every case
+    np.testing.assert_allclose(other.extras["margin"], ref.extras["margin"],
+                               atol=1e-9 if settings["dtype"] == "float64" else 1e-4)
