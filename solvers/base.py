@@ -114,6 +114,11 @@ class Adapter:
             except ImportError as exc:
                 raise SolverNotAvailable(f"{module} is not installed ({exc}); {cls.INSTALL_HINT}") from None
 
+    def native_options(self) -> dict[str, Any]:
+        """The settings to pass to the solver: set ones only, without ``dtype`` and ``device``
+        (which adapters handle themselves). Keys are the solver's own option names."""
+        return {k: v for k, v in self.settings.items() if k not in ("dtype", "device") and v is not None}
+
     @property
     def dtype(self) -> str:
         return self.settings["dtype"]

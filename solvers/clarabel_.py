@@ -62,9 +62,8 @@ class ClarabelAdapter(Adapter):
         cones = ([clarabel.ZeroConeT(m_eq)] if m_eq else []) + [clarabel.NonnegativeConeT(m_ub + n)]
         settings = clarabel.DefaultSettings()
         settings.verbose = False
-        for key, value in self.settings.items():
-            if key != "dtype" and value is not None:
-                setattr(settings, key, value)
+        for key, value in self.native_options().items():
+            setattr(settings, key, value)
         result = clarabel.DefaultSolver(P, problem.c, A, b, cones, settings).solve()
         native = str(result.status)
         status = _STATUS.get(native, Status.ERROR)

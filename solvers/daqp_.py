@@ -52,7 +52,7 @@ class DaqpAdapter(Adapter):
         upper = np.concatenate([np.full(n, np.inf), problem.b_eq, problem.b_ub])
         lower = np.concatenate([np.zeros(n), problem.b_eq, np.full(m_ub, -np.inf)])
         sense = np.concatenate([np.zeros(n), np.full(m_eq, 5), np.zeros(m_ub)]).astype(np.int32)
-        settings = {k: v for k, v in self.settings.items() if k != "dtype" and v is not None}
+        settings = self.native_options()
         if problem.P is None:
             settings.setdefault("eps_prox", -1.0)
         x, fval, flag, info = daqp.solve(_forms.objective_matrix(problem), problem.c, A, upper, lower, sense,

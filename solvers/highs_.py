@@ -59,9 +59,8 @@ class HighsAdapter(Adapter):
 
             h = highspy.Highs()
             h.setOptionValue("output_flag", False)
-            for key, value in self.settings.items():
-                if key != "dtype" and value is not None:
-                    h.setOptionValue(key, value)
+            for key, value in self.native_options().items():
+                h.setOptionValue(key, value)
             self._highs = h
         return self._highs
 

@@ -90,7 +90,7 @@ class OsqpAdapter(Adapter):
 
         solutions = []
         solver = None
-        settings = {k: v for k, v in self.settings.items() if k != "dtype" and v is not None}
+        settings = self.native_options()
         for case, P, A, lower, upper in prepared:
             if solver is None:
                 solver = osqp.OSQP()

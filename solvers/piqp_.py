@@ -47,9 +47,8 @@ class PiqpAdapter(Adapter):
         n, m_eq, m_ub = problem.n, problem.m_eq, problem.m_ub
         solver = piqp.DenseSolver()
         solver.settings.verbose = False
-        for key, value in self.settings.items():
-            if key != "dtype" and value is not None:
-                setattr(solver.settings, key, value)
+        for key, value in self.native_options().items():
+            setattr(solver.settings, key, value)
         fortran = lambda a: np.asfortranarray(a, dtype=float)  # noqa: E731  (PIQP wants column-major)
         solver.setup(fortran(_forms.objective_matrix(problem)), problem.c,
                      fortran(problem.A_eq) if m_eq else None, problem.b_eq if m_eq else None,

@@ -55,9 +55,8 @@ class ProxsuiteAdapter(Adapter):
         n, m_eq, m_ub = problem.n, problem.m_eq, problem.m_ub
         qp = proxsuite.proxqp.dense.QP(n, m_eq, m_ub, True)
         qp.settings.verbose = False
-        for key, value in self.settings.items():
-            if key != "dtype" and value is not None:
-                setattr(qp.settings, key, value)
+        for key, value in self.native_options().items():
+            setattr(qp.settings, key, value)
         qp.init(_forms.objective_matrix(problem), problem.c,
                 problem.A_eq if m_eq else None, problem.b_eq if m_eq else None,
                 problem.A_ub if m_ub else None, np.full(m_ub, -BIG) if m_ub else None,

@@ -39,7 +39,7 @@ class ScipyHighsAdapter(Adapter):
     def solve_one(self, problem: StandardForm) -> Solution:
         from scipy.optimize import linprog
 
-        options = {k: v for k, v in self.settings.items() if k not in ("dtype", "method") and v is not None}
+        options = {k: v for k, v in self.native_options().items() if k != "method"}
         res = linprog(
             problem.c,
             A_ub=problem.A_ub if problem.m_ub else None, b_ub=problem.b_ub if problem.m_ub else None,
