@@ -36,7 +36,7 @@ class ClarabelAdapter(Adapter):
 
     NAME = "clarabel"
     CAPABILITIES = Capabilities(lp=True, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
-    REQUIRES = ('clarabel',)
+    REQUIRES = ("clarabel",)
     INSTALL_HINT = "pip install clarabel"
     OPTIONS = {
         "tol_gap_abs": Option(float, None, "absolute duality gap tolerance (Clarabel default 1e-8)"),

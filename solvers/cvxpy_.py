@@ -37,7 +37,7 @@ class CvxpyAdapter(Adapter):
 
     NAME = "cvxpy"
     CAPABILITIES = Capabilities(lp=True, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
-    REQUIRES = ('cvxpy',)
+    REQUIRES = ("cvxpy",)
     INSTALL_HINT = "pip install cvxpy clarabel"
     OPTIONS = {
         "backend": Option(str, "CLARABEL", "CVXPY solver name (CLARABEL, SCS, HIGHS, OSQP, ... as installed)"),

@@ -30,7 +30,7 @@ class DaqpAdapter(Adapter):
 
     NAME = "daqp"
     CAPABILITIES = Capabilities(lp=True, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
-    REQUIRES = ('daqp',)
+    REQUIRES = ("daqp",)
     INSTALL_HINT = "pip install daqp"
     OPTIONS = {
         "primal_tol": Option(float, None, "primal feasibility tolerance (DAQP default 1e-6)"),

@@ -32,7 +32,7 @@ class HighsAdapter(Adapter):
 
     NAME = "highs"
     CAPABILITIES = Capabilities(lp=True, qp=False, batched=False, devices=("cpu",), dtypes=("float64",))
-    REQUIRES = ('highspy',)
+    REQUIRES = ("highspy",)
     INSTALL_HINT = "pip install highspy"
     OPTIONS = {
         "presolve": Option(str, None, "HiGHS presolve", choices=("off", "choose", "on")),

@@ -31,7 +31,7 @@ class LinraxAdapter(_jax.JaxBatchedAdapter, Adapter):
     NAME = "linrax"
     CAPABILITIES = Capabilities(lp=True, qp=False, batched=True, devices=("cpu", "gpu"),
                                 dtypes=("float32", "float64"))
-    REQUIRES = ('jax', 'linrax')
+    REQUIRES = ("jax", "linrax")
     INSTALL_HINT = f"pip install 'linrax=={LINRAX_VERSION}' jax"
     OPTIONS = {
         "primal_tol": Option(float, None, "linrax primal_tol (phase-1 feasibility); its default 1e-6"),

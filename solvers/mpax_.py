@@ -40,7 +40,7 @@ class MpaxAdapter(_jax.JaxBatchedAdapter, Adapter):
     NAME = "mpax"
     CAPABILITIES = Capabilities(lp=True, qp=False, batched=True, devices=("cpu", "gpu"),
                                 dtypes=("float32", "float64"))
-    REQUIRES = ('jax', 'mpax')
+    REQUIRES = ("jax", "mpax")
     INSTALL_HINT = "pip install mpax jax"
     OPTIONS = {
         "algorithm": Option(str, "r2hpdhg", "r2hpdhg (reflected, LP default) or rapdhg", choices=("r2hpdhg", "rapdhg")),

@@ -29,7 +29,7 @@ class PiqpAdapter(Adapter):
 
     NAME = "piqp"
     CAPABILITIES = Capabilities(lp=True, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
-    REQUIRES = ('piqp',)
+    REQUIRES = ("piqp",)
     INSTALL_HINT = "pip install piqp"
     OPTIONS = {  # PIQP's own option names; None = PIQP's default
         "eps_abs": Option(float, None, "absolute tolerance (PIQP default 1e-8)"),

@@ -35,7 +35,7 @@ class ProxsuiteAdapter(Adapter):
 
     NAME = "proxsuite"
     CAPABILITIES = Capabilities(lp=True, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
-    REQUIRES = ('proxsuite',)
+    REQUIRES = ("proxsuite",)
     INSTALL_HINT = "pip install proxsuite"
     OPTIONS = {
         "eps_abs": Option(float, None, "absolute tolerance (ProxQP default 1e-5)"),

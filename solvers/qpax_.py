@@ -28,7 +28,7 @@ class QpaxAdapter(_jax.JaxBatchedAdapter, Adapter):
     NAME = "qpax"
     CAPABILITIES = Capabilities(lp=True, qp=True, batched=True, devices=("cpu", "gpu"),
                                 dtypes=("float32", "float64"))
-    REQUIRES = ('jax', 'qpax')
+    REQUIRES = ("jax", "qpax")
     INSTALL_HINT = "pip install qpax jax"
     OPTIONS = {
         "backend": Option(str, None, "qpax backend: e (explicit, its default) or i (implicit)", choices=("e", "i")),

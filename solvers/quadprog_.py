@@ -22,7 +22,7 @@ class QuadprogAdapter(Adapter):
 
     NAME = "quadprog"
     CAPABILITIES = Capabilities(lp=False, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
-    REQUIRES = ('quadprog',)
+    REQUIRES = ("quadprog",)
     INSTALL_HINT = "pip install quadprog"
     SETTINGS = {"default": {}}
 

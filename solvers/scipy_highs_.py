@@ -21,7 +21,7 @@ class ScipyHighsAdapter(Adapter):
 
     NAME = "scipy-highs"
     CAPABILITIES = Capabilities(lp=True, batched=False, devices=("cpu",), dtypes=("float64",))
-    REQUIRES = ('scipy.optimize',)
+    REQUIRES = ("scipy.optimize",)
     INSTALL_HINT = "pip install scipy"
     OPTIONS = {
         "method": Option(str, "highs", "linprog method", choices=("highs", "highs-ds", "highs-ipm")),
