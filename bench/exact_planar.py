@@ -35,6 +35,7 @@ class ExactPlanarAdapter(Adapter):
         "device": Option(str, None, "JAX device platform for backend=jax; None = JAX's default", choices=("cpu", "gpu")),
     }
     SETTINGS = {"default": {}, "jax": {"backend": "jax"}}
+    GENERAL_BOUNDS = False
 
     @property
     def tol(self) -> float:

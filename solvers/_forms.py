@@ -15,11 +15,21 @@ def objective_matrix(problem: StandardForm) -> np.ndarray:
     return np.zeros((problem.n, problem.n)) if problem.P is None else problem.P
 
 
+def bounded(problem: StandardForm) -> np.ndarray:
+    """Indices of the variables with a finite lower bound (one case; all of them for ``x >= 0``)."""
+    return np.flatnonzero(np.isfinite(problem.lb))
+
+
+def bound_rows(problem: StandardForm) -> tuple[np.ndarray, np.ndarray]:
+    """``-x[j] <= -lb[j]`` for each bounded ``j`` as rows: (len(bounded), n) and (len(bounded),)."""
+    j = bounded(problem)
+    return -np.eye(problem.n)[j], -problem.lb[j]
+
+
 def inequalities_with_bounds(problem: StandardForm) -> tuple[np.ndarray, np.ndarray]:
-    """``G x <= h`` holding ``A_ub x <= b_ub`` and then ``-x <= 0``: G (m_ub + n, n), h (m_ub + n,)."""
-    G = np.vstack([problem.A_ub, -np.eye(problem.n)])
-    h = np.concatenate([problem.b_ub, np.zeros(problem.n)])
-    return G, h
+    """``G x <= h`` holding ``A_ub x <= b_ub`` and then the finite bounds ``-x <= -lb``."""
+    G_b, h_b = bound_rows(problem)
+    return np.vstack([problem.A_ub, G_b]), np.concatenate([problem.b_ub, h_b])
 
 
 def objective_value(problem: StandardForm, x: np.ndarray) -> float:

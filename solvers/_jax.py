@@ -70,40 +70,54 @@ class JaxBatchedAdapter:
         """Platform the solves run on ('cpu' or 'gpu')."""
         return device(self.settings["device"]).platform
 
-    def one_case(self, c, A_eq, b_eq, A_ub, b_ub, P=None):  # pragma: no cover - interface
+    def one_case(self, c, A_eq, b_eq, A_ub, b_ub, P=None, lb=None, bounded=()):  # pragma: no cover - interface
+        """One traced problem; ``lb`` (n,) lower bounds and ``bounded`` (a static tuple) the
+        indices where they are finite."""
         raise NotImplementedError
 
     def status_of(self, code):  # pragma: no cover - interface
         raise NotImplementedError
 
-    def _compiled(self, with_P: bool):
+    def _compiled(self, with_P: bool, bounded: tuple[int, ...]):
         cache = self.__dict__.setdefault("_jitted", {})
-        if with_P not in cache:
+        key = (with_P, bounded)
+        if key not in cache:
             jax = import_jax()
             if with_P:
-                cache[with_P] = jax.jit(jax.vmap(self.one_case))
+                def case(c, Ae, be, Au, bu, lb, P):
+                    return self.one_case(c, Ae, be, Au, bu, P, lb=lb, bounded=bounded)
             else:
-                cache[with_P] = jax.jit(jax.vmap(lambda c, Ae, be, Au, bu: self.one_case(c, Ae, be, Au, bu)))
-        return cache[with_P]
+                def case(c, Ae, be, Au, bu, lb):
+                    return self.one_case(c, Ae, be, Au, bu, lb=lb, bounded=bounded)
+            cache[key] = jax.jit(jax.vmap(case))
+        return cache[key]
 
     def prepare(self, problem):
-        """Cast to the adapter's dtype and place on its device (untimed)."""
+        """Cast to the adapter's dtype and place on its device (untimed).
+
+        The pattern of finite lower bounds must be the same for every case of the batch
+        (it fixes the traced shapes); ``-inf`` bounds are passed as 0 and never read.
+        """
         import numpy as np
 
+        finite = np.isfinite(problem.lb)
+        if not np.all(finite == finite[:1]):
+            raise ProblemError("lb: expected the same pattern of finite bounds in every case of the batch")
+        bounded = tuple(int(j) for j in np.flatnonzero(finite[0])) if len(finite) else ()
         jax = import_jax()
         dev = device(self.settings["device"])
-        arrays = [problem.c, problem.A_eq, problem.b_eq, problem.A_ub, problem.b_ub]
+        arrays = [problem.c, problem.A_eq, problem.b_eq, problem.A_ub, problem.b_ub, np.where(finite, problem.lb, 0.0)]
         if problem.P is not None:
             arrays.append(problem.P)
         with precision(self.dtype):
             placed = tuple(jax.device_put(np.asarray(a, dtype=self.dtype), dev) for a in arrays)
-        return problem, placed
+        return problem, (bounded, placed)
 
     def run(self, prepared):
         jax = import_jax()
-        problem, arrays = prepared
+        problem, (bounded, arrays) = prepared
         with precision(self.dtype):
-            return jax.block_until_ready(self._compiled(problem.P is not None)(*arrays))
+            return jax.block_until_ready(self._compiled(problem.P is not None, bounded)(*arrays))
 
     def collect(self, raw, prepared):
         import numpy as np

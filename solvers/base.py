@@ -74,6 +74,8 @@ class Adapter:
     INSTALL_HINT: ClassVar[str] = ""
     #: modules that must import for the adapter to be available.
     REQUIRES: ClassVar[tuple[str, ...]] = ()
+    #: False for adapters that only take ``x >= 0`` (lower bounds other than 0 are refused).
+    GENERAL_BOUNDS: ClassVar[bool] = True
 
     def __init__(self, profile: str = "default", **overrides: Any) -> None:
         if profile not in self.SETTINGS:
@@ -149,19 +151,22 @@ class Adapter:
         raise NotImplementedError(f"adapter {self.NAME!r} implements neither solve_one nor run")
 
     # ------------------------------------------------------------- public API
-    def solve(self, c, A_eq, b_eq, A_ub, b_ub, *, P=None) -> Solution:
+    def solve(self, c, A_eq, b_eq, A_ub, b_ub, *, P=None, lb=None, cones=None, cone_mu=None) -> Solution:
         """Solve one standard-form problem (see ``solvers.types``); returns a ``Solution``."""
-        problem = check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P)
+        problem = check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P, lb=lb, cones=cones, cone_mu=cone_mu)
         self._check_problem_class(problem)
         batched = check_standard_form(
             problem.c[None], problem.A_eq[None], problem.b_eq[None], problem.A_ub[None],
-            problem.b_ub[None], None if problem.P is None else problem.P[None], batched=True,
+            problem.b_ub[None], None if problem.P is None else problem.P[None], lb=problem.lb[None],
+            cones=problem.cones if problem.n_cones else None,
+            cone_mu=problem.cone_mu[None] if problem.n_cones else None, batched=True,
         )
         return self.solve_batch_checked(batched)[0]
 
-    def solve_batch(self, c, A_eq, b_eq, A_ub, b_ub, *, P=None) -> BatchSolution:
-        """Solve a batch (leading axis on every array); returns a ``BatchSolution``."""
-        problem = check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P, batched=True)
+    def solve_batch(self, c, A_eq, b_eq, A_ub, b_ub, *, P=None, lb=None, cones=None, cone_mu=None) -> BatchSolution:
+        """Solve a batch (leading axis on every array but ``cones``); returns a ``BatchSolution``."""
+        problem = check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P, lb=lb, cones=cones, cone_mu=cone_mu,
+                                      batched=True)
         self._check_problem_class(problem)
         return self.solve_batch_checked(problem)
 
@@ -171,8 +176,12 @@ class Adapter:
         return self.collect(self.run(prepared), prepared)
 
     def _check_problem_class(self, problem: StandardForm) -> None:
-        if problem.P is not None and not self.CAPABILITIES.qp:
+        if problem.P is not None and not (self.CAPABILITIES.qp or self.CAPABILITIES.socp):
             raise ProblemError(f"P: adapter {self.NAME!r} solves LPs only; pass P=None")
+        if problem.n_cones and not self.CAPABILITIES.socp:
+            raise ProblemError(f"cones: adapter {self.NAME!r} does not take second-order cones; pass cones=None")
+        if not self.GENERAL_BOUNDS and not problem.default_bounds:
+            raise ProblemError(f"lb: adapter {self.NAME!r} takes x >= 0 only; got lower bounds other than 0")
 
 
 def module_api(cls: type[Adapter]) -> tuple[Callable[..., Solution], Callable[..., BatchSolution]]:
@@ -182,11 +191,12 @@ def module_api(cls: type[Adapter]) -> tuple[Callable[..., Solution], Callable[..
     fresh adapter instance, so no state is kept between calls.
     """
 
-    def solve(c, A_eq, b_eq, A_ub, b_ub, *, P=None, **settings) -> Solution:
-        return cls(**settings).solve(c, A_eq, b_eq, A_ub, b_ub, P=P)
+    def solve(c, A_eq, b_eq, A_ub, b_ub, *, P=None, lb=None, cones=None, cone_mu=None, **settings) -> Solution:
+        return cls(**settings).solve(c, A_eq, b_eq, A_ub, b_ub, P=P, lb=lb, cones=cones, cone_mu=cone_mu)
 
-    def solve_batch(c, A_eq, b_eq, A_ub, b_ub, *, P=None, **settings) -> BatchSolution:
-        return cls(**settings).solve_batch(c, A_eq, b_eq, A_ub, b_ub, P=P)
+    def solve_batch(c, A_eq, b_eq, A_ub, b_ub, *, P=None, lb=None, cones=None, cone_mu=None,
+                    **settings) -> BatchSolution:
+        return cls(**settings).solve_batch(c, A_eq, b_eq, A_ub, b_ub, P=P, lb=lb, cones=cones, cone_mu=cone_mu)
 
     solve.__doc__ = f"Solve one problem with {cls.NAME}; see ``Adapter.solve``."
     solve_batch.__doc__ = f"Solve a batch with {cls.NAME}; see ``Adapter.solve_batch``."

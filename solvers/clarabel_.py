@@ -35,7 +35,7 @@ class ClarabelAdapter(Adapter):
     """Clarabel's direct API, one solver object per case."""
 
     NAME = "clarabel"
-    CAPABILITIES = Capabilities(lp=True, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
+    CAPABILITIES = Capabilities(lp=True, qp=True, socp=True, batched=False, devices=("cpu",), dtypes=("float64",))
     REQUIRES = ("clarabel",)
     INSTALL_HINT = "pip install clarabel"
     OPTIONS = {
@@ -56,10 +56,18 @@ class ClarabelAdapter(Adapter):
         from scipy import sparse
 
         n, m_eq, m_ub = problem.n, problem.m_eq, problem.m_ub
-        A = sparse.csc_matrix(np.vstack([problem.A_eq, problem.A_ub, -np.eye(n)]))
-        b = np.concatenate([problem.b_eq, problem.b_ub, np.zeros(n)])
+        G_b, h_b = _forms.bound_rows(problem)
+        K = problem.n_cones
+        soc = np.zeros((3 * K, n))  # s = b - A x in SOC(3): (mu x_n, x_t1, x_t2)
+        for k, (i_n, i_1, i_2) in enumerate(problem.cones):
+            soc[3 * k, i_n] = -problem.cone_mu[k]
+            soc[3 * k + 1, i_1] = soc[3 * k + 2, i_2] = -1.0
+        A = sparse.csc_matrix(np.vstack([problem.A_eq, problem.A_ub, G_b, soc]))
+        b = np.concatenate([problem.b_eq, problem.b_ub, h_b, np.zeros(3 * K)])
         P = sparse.csc_matrix(np.triu(_forms.objective_matrix(problem)))
-        cones = ([clarabel.ZeroConeT(m_eq)] if m_eq else []) + [clarabel.NonnegativeConeT(m_ub + n)]
+        cones = ([clarabel.ZeroConeT(m_eq)] if m_eq else [])
+        cones += [clarabel.NonnegativeConeT(m_ub + len(h_b))] if m_ub + len(h_b) else []
+        cones += [clarabel.SecondOrderConeT(3) for _ in range(K)]
         settings = clarabel.DefaultSettings()
         settings.verbose = False
         for key, value in self.native_options().items():

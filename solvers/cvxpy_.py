@@ -1,7 +1,8 @@
 """CVXPY with a parameterised (DPP) problem per shape: compiled once, then only values change.
 
-The problem ``min c@x + 0.5 ||F x||^2  s.t.  A_eq x == b_eq, A_ub x <= b_ub, x >= 0`` is
-built once per (n, m_eq, m_ub, QP or not) with every array a ``cp.Parameter``; for a QP,
+The problem ``min c@x + 0.5 ||F x||^2  s.t.  A_eq x == b_eq, A_ub x <= b_ub, x >= lb`` and the
+friction cones ``||x[t]|| <= mu x[n]`` is built once per shape (sizes, QP or not, pattern of
+finite bounds, cone indices) with every array a ``cp.Parameter``; for a QP,
 ``F`` is a symmetric square root of ``P`` (``0.5 x@P@x = 0.5 ||F x||^2``), which keeps the
 problem DPP. Each case sets the parameter values and calls ``solve``.
 
@@ -36,7 +37,7 @@ class CvxpyAdapter(Adapter):
     """CVXPY (DPP, compiled once per shape) with a configurable backend solver."""
 
     NAME = "cvxpy"
-    CAPABILITIES = Capabilities(lp=True, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
+    CAPABILITIES = Capabilities(lp=True, qp=True, socp=True, batched=False, devices=("cpu",), dtypes=("float64",))
     REQUIRES = ("cvxpy",)
     INSTALL_HINT = "pip install cvxpy clarabel"
     OPTIONS = {
@@ -54,13 +55,15 @@ class CvxpyAdapter(Adapter):
                                f"got {self.settings['backend']!r}")
         self._problems: dict[tuple, tuple] = {}
 
-    def _problem(self, n: int, m_eq: int, m_ub: int, qp: bool):
-        """The cached DPP problem of this shape and its parameters."""
-        key = (n, m_eq, m_ub, qp)
+    def _problem(self, n: int, m_eq: int, m_ub: int, qp: bool, bounded: tuple[int, ...] | None,
+                 cones: tuple[tuple[int, int, int], ...]):
+        """The cached DPP problem of this shape and its parameters; ``bounded`` None means
+        every ``x >= 0`` (a ``nonneg`` variable), else the indices with a finite lower bound."""
+        key = (n, m_eq, m_ub, qp, bounded, cones)
         if key not in self._problems:
             import cvxpy as cp
 
-            x = cp.Variable(n, nonneg=True)
+            x = cp.Variable(n, nonneg=bounded is None)
             params = {"c": cp.Parameter(n)}
             objective = params["c"] @ x
             if qp:
@@ -73,6 +76,14 @@ class CvxpyAdapter(Adapter):
             if m_ub:
                 params["A_ub"], params["b_ub"] = cp.Parameter((m_ub, n)), cp.Parameter(m_ub)
                 constraints.append(params["A_ub"] @ x <= params["b_ub"])
+            if bounded:
+                params["lb"] = cp.Parameter(len(bounded))
+                constraints.append(x[list(bounded)] >= params["lb"])
+            if cones:
+                idx = np.array(cones)
+                params["cone_mu"] = cp.Parameter(len(cones), nonneg=True)
+                constraints.append(cp.SOC(cp.multiply(params["cone_mu"], x[idx[:, 0]]),
+                                          cp.vstack([x[idx[:, 1]], x[idx[:, 2]]]), axis=0))
             problem = cp.Problem(cp.Minimize(objective), constraints)
             self._problems[key] = (problem, x, params, constraints)
         return self._problems[key]
@@ -81,8 +92,14 @@ class CvxpyAdapter(Adapter):
         import cvxpy as cp
 
         qp = problem.P is not None
-        prob, x, params, constraints = self._problem(problem.n, problem.m_eq, problem.m_ub, qp)
+        bounded = None if problem.default_bounds else tuple(int(j) for j in _forms.bounded(problem))
+        cones = tuple(tuple(int(i) for i in row) for row in problem.cones)
+        prob, x, params, constraints = self._problem(problem.n, problem.m_eq, problem.m_ub, qp, bounded, cones)
         params["c"].value = problem.c
+        if "lb" in params:
+            params["lb"].value = problem.lb[list(bounded)]
+        if "cone_mu" in params:
+            params["cone_mu"].value = problem.cone_mu
         if qp:
             w, V = np.linalg.eigh(0.5 * (problem.P + problem.P.T))
             params["F"].value = (V * np.sqrt(np.clip(w, 0.0, None))) @ V.T

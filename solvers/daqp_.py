@@ -50,7 +50,7 @@ class DaqpAdapter(Adapter):
         n, m_eq, m_ub = problem.n, problem.m_eq, problem.m_ub
         A = np.vstack([problem.A_eq, problem.A_ub])
         upper = np.concatenate([np.full(n, np.inf), problem.b_eq, problem.b_ub])
-        lower = np.concatenate([np.zeros(n), problem.b_eq, np.full(m_ub, -np.inf)])
+        lower = np.concatenate([problem.lb, problem.b_eq, np.full(m_ub, -np.inf)])
         sense = np.concatenate([np.zeros(n), np.full(m_eq, 5), np.zeros(m_ub)]).astype(np.int32)
         settings = self.native_options()
         if problem.P is None:

@@ -81,7 +81,7 @@ class HighsAdapter(Adapter):
             row_lower = np.concatenate([case.b_eq, np.full(case.m_ub, -INF)])
             row_upper = np.concatenate([case.b_eq, case.b_ub])
             cases.append((case, (case.n, A.shape[0], int(value.size), int(kcol), 1, 0.0,
-                                 case.c, np.zeros(case.n), np.full(case.n, INF),
+                                 case.c, np.where(np.isfinite(case.lb), case.lb, -INF), np.full(case.n, INF),
                                  row_lower, row_upper, starts[:-1].copy(), index, value,
                                  np.zeros(case.n, dtype=np.int32))))
         self._solver()
@@ -92,7 +92,7 @@ class HighsAdapter(Adapter):
 
     def solve_one(self, problem: StandardForm) -> Solution:
         batch = StandardForm(problem.c[None], problem.A_eq[None], problem.b_eq[None],
-                             problem.A_ub[None], problem.b_ub[None], None, 1)
+                             problem.A_ub[None], problem.b_ub[None], None, 1, problem.lb[None])
         return self.run(self.prepare(batch))[0]
 
     def _solve_model(self, case: StandardForm, model) -> Solution:

@@ -32,6 +32,7 @@ class LinraxAdapter(_jax.JaxBatchedAdapter, Adapter):
     CAPABILITIES = Capabilities(lp=True, qp=False, batched=True, devices=("cpu", "gpu"),
                                 dtypes=("float32", "float64"))
     REQUIRES = ("jax", "linrax")
+    GENERAL_BOUNDS = False  # x >= 0 only
     INSTALL_HINT = f"pip install 'linrax=={LINRAX_VERSION}' jax"
     OPTIONS = {
         "primal_tol": Option(float, None, "linrax primal_tol (phase-1 feasibility); its default 1e-6"),
@@ -40,7 +41,7 @@ class LinraxAdapter(_jax.JaxBatchedAdapter, Adapter):
     }
     SETTINGS = {"default": {}, "low_accuracy": {"primal_tol": 1e-4, "dual_tol": 1e-4}}
 
-    def one_case(self, c, A_eq, b_eq, A_ub, b_ub, P=None):
+    def one_case(self, c, A_eq, b_eq, A_ub, b_ub, P=None, lb=None, bounded=()):
         """One LP: linrax's primal and flags, plus the dual recovered from its final basis."""
         import jax.numpy as jnp
         import linrax

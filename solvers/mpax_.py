@@ -41,6 +41,7 @@ class MpaxAdapter(_jax.JaxBatchedAdapter, Adapter):
     CAPABILITIES = Capabilities(lp=True, qp=False, batched=True, devices=("cpu", "gpu"),
                                 dtypes=("float32", "float64"))
     REQUIRES = ("jax", "mpax")
+    GENERAL_BOUNDS = False  # x >= 0 only
     INSTALL_HINT = "pip install mpax jax"
     OPTIONS = {
         "algorithm": Option(str, "r2hpdhg", "r2hpdhg (reflected, LP default) or rapdhg", choices=("r2hpdhg", "rapdhg")),
@@ -66,7 +67,7 @@ class MpaxAdapter(_jax.JaxBatchedAdapter, Adapter):
             kwargs["iteration_limit"] = self.settings["max_iter"]
         return cls(verbose=False, **kwargs)
 
-    def one_case(self, c, A_eq, b_eq, A_ub, b_ub, P=None):
+    def one_case(self, c, A_eq, b_eq, A_ub, b_ub, P=None, lb=None, bounded=()):
         import jax.numpy as jnp
         from mpax import create_lp
 

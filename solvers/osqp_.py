@@ -65,7 +65,7 @@ class OsqpAdapter(Adapter):
 
     def _constraints(self, problem: StandardForm):
         A = np.vstack([problem.A_eq, problem.A_ub, np.eye(problem.n)])
-        lower = np.concatenate([problem.b_eq, np.full(problem.m_ub, -np.inf), np.zeros(problem.n)])
+        lower = np.concatenate([problem.b_eq, np.full(problem.m_ub, -np.inf), problem.lb])
         upper = np.concatenate([problem.b_eq, problem.b_ub, np.full(problem.n, np.inf)])
         return A, lower, upper
 

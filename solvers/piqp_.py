@@ -53,7 +53,7 @@ class PiqpAdapter(Adapter):
         solver.setup(fortran(_forms.objective_matrix(problem)), problem.c,
                      fortran(problem.A_eq) if m_eq else None, problem.b_eq if m_eq else None,
                      fortran(problem.A_ub) if m_ub else None, None, problem.b_ub if m_ub else None,
-                     np.zeros(n), None)
+                     np.where(np.isfinite(problem.lb), problem.lb, -np.inf), None)
         native = str(solver.solve()).split(".")[-1]
         status = _STATUS.get(native, Status.ERROR)
         res = solver.result

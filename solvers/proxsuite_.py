@@ -60,7 +60,7 @@ class ProxsuiteAdapter(Adapter):
         qp.init(_forms.objective_matrix(problem), problem.c,
                 problem.A_eq if m_eq else None, problem.b_eq if m_eq else None,
                 problem.A_ub if m_ub else None, np.full(m_ub, -BIG) if m_ub else None,
-                problem.b_ub if m_ub else None, np.zeros(n), np.full(n, BIG))
+                problem.b_ub if m_ub else None, np.where(np.isfinite(problem.lb), problem.lb, -BIG), np.full(n, BIG))
         qp.solve()
         res = qp.results
         native = getattr(res.info.status, "name", str(res.info.status)).split(".")[-1]

@@ -44,14 +44,15 @@ class QpaxAdapter(_jax.JaxBatchedAdapter, Adapter):
         "robust": {"linear_solver": "qr"},
     }
 
-    def one_case(self, c, A_eq, b_eq, A_ub, b_ub, P=None):
+    def one_case(self, c, A_eq, b_eq, A_ub, b_ub, P=None, lb=None, bounded=()):
         import jax.numpy as jnp
         import qpax
 
         n, m_ub = c.shape[0], b_ub.shape[0]
         Q = jnp.zeros((n, n), c.dtype) if P is None else P
-        G = jnp.concatenate([A_ub, -jnp.eye(n, dtype=c.dtype)], axis=0)
-        h = jnp.concatenate([b_ub, jnp.zeros(n, c.dtype)])
+        rows = np.asarray(bounded, dtype=int)
+        G = jnp.concatenate([A_ub, -jnp.eye(n, dtype=c.dtype)[rows]], axis=0)
+        h = jnp.concatenate([b_ub, -lb[rows]])
         kwargs = {k: self.settings[k] for k in ("backend", "solver_tol", "max_iter") if self.settings[k] is not None}
         if self.settings["linear_solver"] is not None:
             kwargs["linear_solver"] = qpax.LinearSolver(self.settings["linear_solver"])

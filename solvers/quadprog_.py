@@ -34,8 +34,9 @@ class QuadprogAdapter(Adapter):
         import quadprog
 
         n, m_eq, m_ub = problem.n, problem.m_eq, problem.m_ub
-        C = np.vstack([problem.A_eq, -problem.A_ub, np.eye(n)]).T
-        b = np.concatenate([problem.b_eq, -problem.b_ub, np.zeros(n)])
+        G_b, h_b = _forms.bound_rows(problem)
+        C = np.vstack([problem.A_eq, -problem.A_ub, -G_b]).T
+        b = np.concatenate([problem.b_eq, -problem.b_ub, -h_b])
         try:
             x, _f, _xu, iters, lam, _act = quadprog.solve_qp(
                 np.ascontiguousarray(problem.P, dtype=float), -problem.c, C, b, m_eq)

@@ -44,7 +44,7 @@ class ScipyHighsAdapter(Adapter):
             problem.c,
             A_ub=problem.A_ub if problem.m_ub else None, b_ub=problem.b_ub if problem.m_ub else None,
             A_eq=problem.A_eq if problem.m_eq else None, b_eq=problem.b_eq if problem.m_eq else None,
-            bounds=(0, None), method=self.settings["method"], options=options,
+            bounds=[(lo if np.isfinite(lo) else None, None) for lo in problem.lb], method=self.settings["method"], options=options,
         )
         status = _STATUS.get(res.status, Status.ERROR)
         x = np.asarray(res.x, float) if res.x is not None else np.full(problem.n, np.nan)

@@ -3,7 +3,14 @@
 Standard form (every adapter, every family)::
 
     minimise    c @ x + 0.5 * x @ P @ x
-    subject to  A_eq @ x == b_eq,   A_ub @ x <= b_ub,   x >= 0
+    subject to  A_eq @ x == b_eq,   A_ub @ x <= b_ub,   x >= lb,
+                ||(x[t1_k], x[t2_k])|| <= mu_k * x[n_k]   for each cone k
+
+``lb`` defaults to zeros (scipy ``linprog``'s bounds); an entry may be ``-inf`` (a free
+variable, e.g. a tangential force or a joint torque). Second-order (friction) cones are
+optional: ``cones`` (K, 3) integer indices ``(n_k, t1_k, t2_k)``, the same for every case
+of a batch, and ``cone_mu`` ([B,] K) their coefficients; only adapters whose
+``CAPABILITIES.socp`` is True accept them.
 
 Duals are sensitivities of the optimal objective to the right-hand sides
 (``y_eq = d obj / d b_eq``, ``y_ub = d obj / d b_ub``), the HiGHS ``row_dual`` /
@@ -141,6 +148,16 @@ class StandardForm:
     b_ub: np.ndarray
     P: np.ndarray | None
     batch: int | None
+    lb: np.ndarray | None = None
+    cones: np.ndarray | None = None
+    cone_mu: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.lb is None:
+            object.__setattr__(self, "lb", np.zeros(self.c.shape))
+        if self.cones is None:
+            object.__setattr__(self, "cones", np.zeros((0, 3), dtype=np.int64))
+            object.__setattr__(self, "cone_mu", np.zeros(self.c.shape[:-1] + (0,)))
 
     @property
     def n(self) -> int:
@@ -154,13 +171,22 @@ class StandardForm:
     def m_ub(self) -> int:
         return int(self.b_ub.shape[-1])
 
+    @property
+    def n_cones(self) -> int:
+        return int(self.cones.shape[0])
+
+    @property
+    def default_bounds(self) -> bool:
+        """True when every lower bound is 0 (plain ``x >= 0``)."""
+        return bool(np.all(self.lb == 0.0))
+
     def case(self, i: int) -> "StandardForm":
         """Case ``i`` of a batch, as an unbatched StandardForm (views, no copies)."""
         if self.batch is None:
             raise ProblemError("case: this StandardForm is not batched")
         return StandardForm(
             self.c[i], self.A_eq[i], self.b_eq[i], self.A_ub[i], self.b_ub[i],
-            None if self.P is None else self.P[i], None,
+            None if self.P is None else self.P[i], None, self.lb[i], self.cones, self.cone_mu[i],
         )
 
 
@@ -187,13 +213,16 @@ def _as_float_array(name: str, value: Any, ndim: int, shape_text: str) -> np.nda
     return arr
 
 
-def check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P=None, *, batched: bool = False) -> StandardForm:
+def check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P=None, *, lb=None, cones=None, cone_mu=None,
+                        batched: bool = False) -> StandardForm:
     """Validate and convert standard-form input to float64 arrays.
 
     Parameters
     ----------
-    c, A_eq, b_eq, A_ub, b_ub, P :
+    c, A_eq, b_eq, A_ub, b_ub, P, lb, cone_mu :
         See the module docstring; with ``batched=True`` each has a leading batch axis.
+        ``lb`` None means zeros; its entries are finite or ``-inf``.
+    cones : (K, 3) integer indices ``(n, t1, t2)`` into ``x`` (no batch axis), or None.
     batched : whether the arrays carry a leading batch axis.
 
     Returns
@@ -229,10 +258,12 @@ def check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P=None, *, batched: bool = Fa
         P_ = _as_float_array("P", P, 2 + b, f"({pre}n={n}, n={n})")
         if P_.shape[-2:] != (n, n):
             raise ProblemError(f"P: expected shape ({pre}n={n}, n={n}); got {P_.shape}")
+    lb_ = _check_lb(lb, c_, pre, n)
+    cones_, mu_ = _check_cones(cones, cone_mu, c_, pre, n)
     batch = None
     if batched:
         batch = c_.shape[0]
-        arrays = {"A_eq": A_eq_, "b_eq": b_eq_, "A_ub": A_ub_, "b_ub": b_ub_}
+        arrays = {"A_eq": A_eq_, "b_eq": b_eq_, "A_ub": A_ub_, "b_ub": b_ub_, "lb": lb_, "cone_mu": mu_}
         if P_ is not None:
             arrays["P"] = P_
         for name, arr in arrays.items():
@@ -240,4 +271,38 @@ def check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P=None, *, batched: bool = Fa
                 raise ProblemError(
                     f"{name}: expected batch size {batch} (from c) on axis 0; got {arr.shape[0]}"
                 )
-    return StandardForm(c_, A_eq_, b_eq_, A_ub_, b_ub_, P_, batch)
+    return StandardForm(c_, A_eq_, b_eq_, A_ub_, b_ub_, P_, batch, lb_, cones_, mu_)
+
+
+def _check_lb(lb, c_: np.ndarray, pre: str, n: int) -> np.ndarray:
+    if lb is None:
+        return np.zeros(c_.shape)
+    try:
+        lb_ = np.asarray(lb, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ProblemError(f"lb: expected a numeric array of shape ({pre}n={n}), got {type(lb).__name__} ({exc})") from None
+    if lb_.shape != c_.shape:
+        raise ProblemError(f"lb: expected shape ({pre}n={n}) like c, got {lb_.shape}")
+    if np.any(np.isnan(lb_)) or np.any(lb_ == np.inf):
+        raise ProblemError("lb: expected finite values or -inf (a free variable); found NaN or +inf")
+    return lb_
+
+
+def _check_cones(cones, cone_mu, c_: np.ndarray, pre: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    if cones is None:
+        if cone_mu is not None:
+            raise ProblemError("cone_mu: given without cones; pass cones (K, 3) as well")
+        return np.zeros((0, 3), dtype=np.int64), np.zeros(c_.shape[:-1] + (0,))
+    idx = np.asarray(cones)
+    if idx.ndim != 2 or idx.shape[1] != 3 or not np.issubdtype(idx.dtype, np.integer):
+        raise ProblemError(f"cones: expected a (K, 3) integer array of indices (n, t1, t2), got {idx.dtype} {idx.shape}")
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise ProblemError(f"cones: expected indices in [0, n={n}), got values in [{idx.min()}, {idx.max()}]")
+    if cone_mu is None:
+        raise ProblemError(f"cone_mu: expected shape ({pre}K={len(idx)}) with cones, got None")
+    mu = _as_float_array("cone_mu", cone_mu, c_.ndim, f"({pre}K={len(idx)})")
+    if mu.shape[-1] != len(idx):
+        raise ProblemError(f"cone_mu: expected shape ({pre}K={len(idx)}), got {mu.shape}")
+    if np.any(mu <= 0):
+        raise ProblemError("cone_mu: expected friction coefficients > 0")
+    return idx.astype(np.int64), mu
