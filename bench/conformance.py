@@ -49,10 +49,31 @@ class Case:
     x: Any = None
     y_eq: Any = None
     y_ub: Any = None
+    lb: Any = None
+    cones: Any = None
+    cone_mu: Any = None
+    #: the problem structure (``Capabilities.structures``) the case has, if a special one.
+    structure: str | None = None
 
     @property
     def is_qp(self) -> bool:
         return self.P is not None
+
+    @property
+    def is_socp(self) -> bool:
+        return self.cones is not None
+
+    def extra(self) -> dict[str, Any]:
+        """Keyword arguments beyond the five arrays: ``P``, ``lb``, ``cones``, ``cone_mu``."""
+        out: dict[str, Any] = {"P": self.P}
+        if self.lb is not None:
+            out["lb"] = np.asarray(self.lb, float)
+        if self.cones is not None:
+            out["cones"], out["cone_mu"] = np.asarray(self.cones), np.asarray(self.cone_mu, float)
+        return out
+
+    def lower(self) -> np.ndarray:
+        return np.zeros(len(self.c)) if self.lb is None else np.asarray(self.lb, float)
 
     def arrays(self):
         """``(c, A_eq, b_eq, A_ub, b_ub)`` as float64 arrays."""
@@ -101,6 +122,29 @@ CASES: list[Case] = [
          [0, 0], [[1, 1], [2, 2]], [2, 4], [[1, 0]], [5], P=np.eye(2), objective=1.0, x=[1, 1]),
     Case("qp_infeasible", "QP with x1 + x2 = -1 and x >= 0", [0, 0], [[1, 1]], [-1], *_none(2),
          P=np.eye(2), expect="infeasible"),
+    Case("lp_free_variable", "x1 free, x2 >= 0: min x1 + x2 with x1 - x2 = -3", [1, 1], [[1, -1]], [-3],
+         *_none(2), lb=[-np.inf, 0], objective=-3.0, x=[-3, 0], y_eq=[1.0]),
+    Case("qp_free_variables", "all variables free: min 0.5|x|^2 with x1 + x2 = -2", [0, 0], [[1, 1]], [-2],
+         *_none(2), P=np.eye(2), lb=[-np.inf, -np.inf], objective=1.0, x=[-1, -1], y_eq=[-1.0]),
+    # Friction-cone SOCPs in the quadruped's layout: per foot (f_x, f_y, f_z), normal y, so each
+    # cone is (n, t1, t2) = (1, 0, 2); objective sum |f|^2 (P = 2I); all variables free.
+    Case("socp_one_foot", "one foot, the wrench fixes its force inside the cone (mu 0.5)", [0, 0, 0],
+         np.eye(3), [0.3, 1, 0], *_none(3), P=2 * np.eye(3), lb=[-np.inf] * 3, cones=[[1, 0, 2]],
+         cone_mu=[0.5], objective=1.09, x=[0.3, 1, 0], structure="force-socp"),
+    Case("socp_two_feet_even", "two feet share a net force evenly: y = d obj / d b = b",
+         [0] * 6, np.hstack([np.eye(3), np.eye(3)]), [0.4, 2, 0], *_none(6), P=2 * np.eye(6),
+         lb=[-np.inf] * 6, cones=[[1, 0, 2], [4, 3, 5]], cone_mu=[0.5, 0.5], objective=2.08,
+         x=[0.2, 1, 0, 0.2, 1, 0], y_eq=[0.4, 2, 0], structure="force-socp"),
+    Case("socp_two_feet_cone_active", "uneven normal loads: the lightly loaded foot's cone binds",
+         [0] * 6, np.vstack([np.hstack([np.eye(3), np.eye(3)]), [0, 1, 0, 0, -1, 0]]), [0.8, 2, 0, 1.2],
+         *_none(6), P=2 * np.eye(6), lb=[-np.inf] * 6, cones=[[1, 0, 2], [4, 3, 5]], cone_mu=[0.5, 0.5],
+         objective=3.12, x=[0.6, 1.6, 0, 0.2, 0.4, 0], structure="force-socp"),
+    Case("socp_outside_cone", "one foot, the wrench demands a force outside its cone", [0, 0, 0],
+         np.eye(3), [1, 1, 0], *_none(3), P=2 * np.eye(3), lb=[-np.inf] * 3, cones=[[1, 0, 2]],
+         cone_mu=[0.5], expect="infeasible", structure="force-socp"),
+    Case("socp_projection", "Euclidean projection of (f_y, f_x) = (0, 2) onto the mu = 0.5 cone",
+         [-2, 0, 0], *_none(3), *_none(3), P=np.eye(3), lb=[-np.inf] * 3, cones=[[1, 0, 2]], cone_mu=[0.5],
+         objective=-0.4, x=[0.4, 0.8, 0]),
 ]
 
 #: adapter -> {"atol": {dtype: tolerance}, "settings": {...}, "known": {(dtype pat, case pat): reason}}
@@ -119,7 +163,9 @@ ADAPTER_TABLE: dict[str, dict[str, Any]] = {
         "known": {
             ("float32", "lp_*"): "in float32 qpax never sets converged at its default tol 1e-5 (MAX_ITER), "
                                  "and its Cholesky KKT solve can break down to NaN on LPs",
-            ("float32", "qp_*"): "in float32 qpax never sets converged at its default tol 1e-5 (MAX_ITER)",
+            ("float32", "qp_[!f]*"): "in float32 qpax never sets converged at its default tol 1e-5 (MAX_ITER)",
+            ("float64", "lp_free_variable"): "qpax's interior point does not converge on an LP with a free "
+                                             "variable (MAX_ITER)",
             ("*", "*infeasible*"): "qpax does not detect infeasibility (ends MAX_ITER)",
             ("*", "lp_unbounded"): "qpax does not detect unboundedness (ends MAX_ITER)",
             ("float64", "lp_redundant_eq_rows"): "rank-deficient equality rows: Cholesky gives NaN (linear_solver=qr fixes it)",
@@ -144,7 +190,9 @@ ADAPTER_TABLE: dict[str, dict[str, Any]] = {
     "clarabel": {"atol": {"float64": 1e-6}},
     "daqp": {"atol": {"float64": 1e-6},
              "known": {("*", "lp_badly_scaled"): "DAQP's proximal-point LP mode reports the LP with rows scaled "
-                                                 "1e-6 / 1e3 unbounded"}},
+                                                 "1e-6 / 1e3 unbounded",
+                       ("*", "lp_free_variable"): "DAQP's LP mode (eps_prox -1) reports an LP with a free variable "
+                                                  "unbounded; a fixed eps_prox such as 1e-6 solves it"}},
     "proxsuite": {
         "atol": {"float64": 1e-4},
         "known": {
@@ -185,8 +233,12 @@ def known_issue(name: str, dtype: str, case_id: str) -> str | None:
 def applicable(cls: type[solvers.Adapter], case: Case) -> str | None:
     """None when the adapter's capabilities cover the case, else why not."""
     caps = cls.CAPABILITIES
-    if caps.structures is not None:
+    if caps.structures is not None and case.structure not in caps.structures:
         return f"adapter decides only {list(caps.structures)}"
+    if case.is_socp:
+        return None if caps.socp else "adapter takes no second-order cones"
+    if case.lb is not None and not cls.GENERAL_BOUNDS:
+        return "adapter takes x >= 0 only"
     if case.is_qp and not caps.qp:
         return "adapter solves LPs only"
     if not case.is_qp and not caps.lp:
@@ -197,6 +249,8 @@ def applicable(cls: type[solvers.Adapter], case: Case) -> str | None:
 def _farkas_failures(case: Case, s, atol: float) -> list[str]:
     c, A_eq, b_eq, A_ub, b_ub = case.arrays()
     y_eq, y_ub = s.y_eq, s.y_ub
+    if case.is_socp or case.lb is not None:
+        return []  # a cone or free-variable certificate needs multipliers the Solution does not carry
     if not (np.all(np.isfinite(y_eq)) and np.all(np.isfinite(y_ub))):
         return []  # no certificate offered: nothing more to check
     scale = max(np.max(np.abs(np.concatenate([y_eq, y_ub]))), 1e-300)
@@ -221,10 +275,15 @@ def kkt_failures(case: Case, s, atol: float) -> list[str]:
     scale = 1.0 + max(np.max(np.abs(np.concatenate([c, b_eq, b_ub]))) if len(b_eq) + len(b_ub) else 0.0,
                       np.max(np.abs(c)))
     tol = atol * scale
+    if case.is_socp:
+        return _cone_failures(case, x, tol)
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y_eq)) and np.all(np.isfinite(y_ub))):
         return ["non-finite primal or dual"]
-    if np.any(x < -tol):
-        out.append(f"x >= 0 violated by {-x.min():.3g}")
+    lb = case.lower()
+    free = ~np.isfinite(lb)
+    x_off = np.where(free, 0.0, x - np.where(free, 0.0, lb))  # distance above the bound, 0 if free
+    if np.any(x_off < -tol):
+        out.append(f"x >= lb violated by {-x_off.min():.3g}")
     if len(b_eq) and np.max(np.abs(A_eq @ x - b_eq)) > tol:
         out.append(f"A_eq x = b_eq violated by {np.max(np.abs(A_eq @ x - b_eq)):.3g}")
     if len(b_ub) and np.max(A_ub @ x - b_ub) > tol:
@@ -232,22 +291,40 @@ def kkt_failures(case: Case, s, atol: float) -> list[str]:
     if len(y_ub) and np.max(y_ub) > tol:
         out.append(f"y_ub <= 0 (project sign) violated: max {np.max(y_ub):.3g}")
     rc = P @ x + c - A_eq.T @ y_eq - A_ub.T @ y_ub
-    if np.min(rc) < -tol:
-        out.append(f"stationarity: reduced costs >= 0 violated by {-rc.min():.3g}")
-    if np.max(np.abs(x * rc)) > tol * (1 + np.max(np.abs(x))):
-        out.append(f"complementary slackness x*rc = {np.max(np.abs(x * rc)):.3g}")
+    if np.any(free) and np.max(np.abs(rc[free])) > tol:
+        out.append(f"stationarity: reduced costs of free variables = 0 violated by {np.max(np.abs(rc[free])):.3g}")
+    rc_b = np.where(free, 0.0, rc)
+    if np.min(rc_b) < -tol:
+        out.append(f"stationarity: reduced costs >= 0 violated by {-rc_b.min():.3g}")
+    if np.max(np.abs(x_off * rc_b)) > tol * (1 + np.max(np.abs(x))):
+        out.append(f"complementary slackness (x - lb)*rc = {np.max(np.abs(x_off * rc_b)):.3g}")
     if len(b_ub) and np.max(np.abs(y_ub * (A_ub @ x - b_ub))) > tol * (1 + np.max(np.abs(y_ub))):
         out.append(f"complementary slackness y_ub*(A_ub x - b_ub) = {np.max(np.abs(y_ub * (A_ub @ x - b_ub))):.3g}")
     primal = c @ x + x @ P @ x
-    dual = b_eq @ y_eq + b_ub @ y_ub
+    dual = b_eq @ y_eq + b_ub @ y_ub + np.where(free, 0.0, np.where(free, 0.0, lb) * rc_b).sum()
     if abs(primal - dual) > 10 * tol * (1 + abs(primal)):
         out.append(f"strong duality: c@x + x@P@x = {primal:.6g} but b@y = {dual:.6g}")
     return out
 
 
+def _cone_failures(case: Case, x: np.ndarray, tol: float) -> list[str]:
+    """Primal feasibility of an SOCP answer (the Solution carries no cone multipliers)."""
+    c, A_eq, b_eq, A_ub, b_ub = case.arrays()
+    if not np.all(np.isfinite(x)):
+        return ["non-finite primal"]
+    out = []
+    if len(b_eq) and np.max(np.abs(A_eq @ x - b_eq)) > tol:
+        out.append(f"A_eq x = b_eq violated by {np.max(np.abs(A_eq @ x - b_eq)):.3g}")
+    for (i_n, i_1, i_2), mu in zip(np.asarray(case.cones), np.asarray(case.cone_mu, float)):
+        if np.hypot(x[i_1], x[i_2]) > mu * x[i_n] + tol:
+            out.append(f"cone ({i_n}, {i_1}, {i_2}) violated: |f_t| = {np.hypot(x[i_1], x[i_2]):.6g} > "
+                       f"mu f_n = {mu * x[i_n]:.6g}")
+    return out
+
+
 def case_failures(adapter: solvers.Adapter, case: Case, atol: float) -> list[str]:
     """Why the adapter's answer to ``case`` is wrong (empty list: it passes)."""
-    s = adapter.solve(*case.arrays(), P=case.P)
+    s = adapter.solve(*case.arrays(), **case.extra())
     if case.expect != "optimal":
         want = Status.INFEASIBLE if case.expect == "infeasible" else Status.UNBOUNDED
         if s.status is not want:
@@ -268,17 +345,23 @@ def case_failures(adapter: solvers.Adapter, case: Case, atol: float) -> list[str
     return out + kkt_failures(case, s, atol)
 
 
+def batch_case(cls: type[solvers.Adapter]) -> Case | None:
+    """The first optimal case with equality rows that the adapter takes (for the batch check)."""
+    return next((c for c in CASES if c.expect == "optimal" and len(c.b_eq) and applicable(cls, c) is None), None)
+
+
 def batch_failures(adapter: solvers.Adapter, atol: float) -> list[str]:
-    """``solve_batch`` must equal a loop of ``solve`` on a batch of right-hand sides."""
-    case = CASES[0] if adapter.CAPABILITIES.lp else CASES[15]
+    """``solve_batch`` must equal a loop of ``solve`` on a batch of scaled right-hand sides."""
+    case = batch_case(type(adapter))
     c, A_eq, b_eq, A_ub, b_ub = case.arrays()
-    rhs = np.array([[1.0], [0.5], [2.0]])
-    stack = lambda a: np.stack([a] * 3)  # noqa: E731
-    P = None if case.P is None else stack(np.asarray(case.P, float))
-    batch = adapter.solve_batch(stack(c), stack(A_eq), rhs, stack(A_ub), stack(b_ub), P=P)
+    rhs = np.outer([1.0, 0.5, 2.0], b_eq)
+    stack = lambda a: None if a is None else np.stack([np.asarray(a)] * 3)  # noqa: E731
+    extra = case.extra()
+    batched = {k: (v if k == "cones" else stack(v)) for k, v in extra.items()}
+    batch = adapter.solve_batch(stack(c), stack(A_eq), rhs, stack(A_ub), stack(b_ub), **batched)
     out = []
     for i in range(3):
-        single = adapter.solve(c, A_eq, rhs[i], A_ub, b_ub, P=case.P)
+        single = adapter.solve(c, A_eq, rhs[i], A_ub, b_ub, **extra)
         if not np.allclose(batch.x[i], single.x, atol=atol, equal_nan=True):
             out.append(f"batch case {i}: x {batch.x[i]} differs from single solve {single.x}")
     return out
@@ -333,8 +416,8 @@ def run_check(name: str, dtype: str, check_id: str, cache: dict | None = None) -
     case = next((c for c in CASES if c.id == check_id), None)
     if case is not None and (why := applicable(cls, case)):
         return "not applicable", why
-    if check_id == "solve_batch_equals_loop" and cls.CAPABILITIES.structures is not None:
-        return "not applicable", f"adapter decides only {list(cls.CAPABILITIES.structures)}"
+    if check_id == "solve_batch_equals_loop" and batch_case(cls) is None:
+        return "not applicable", "no conformance case with equality rows fits this adapter"
     if check_id == "float32_close_to_float64" and not {"float32", "float64"} <= set(cls.CAPABILITIES.dtypes):
         return "not applicable", "adapter has one precision"
     if check_id == "float32_close_to_float64" and dtype != "float32":
@@ -366,7 +449,7 @@ def float32_failures(name: str, atol32: float, cache: dict | None = None) -> lis
         if case.expect != "optimal" or applicable(cls, case) or known_issue(name, "float32", case.id) \
                 or known_issue(name, "float64", case.id):
             continue
-        s32, s64 = a32.solve(*case.arrays(), P=case.P), a64.solve(*case.arrays(), P=case.P)
+        s32, s64 = a32.solve(*case.arrays(), **case.extra()), a64.solve(*case.arrays(), **case.extra())
         if not np.allclose(s32.x, s64.x, atol=atol32, rtol=atol32):
             out.append(f"{case.id}: float32 x {s32.x} vs float64 {s64.x}")
     return out
