@@ -205,6 +205,12 @@ ADAPTER_TABLE: dict[str, dict[str, Any]] = {
         },
     },
     "quadprog": {"atol": {"float64": 1e-7}},
+    "altproj": {
+        "atol": {"float32": 1e-3, "float64": 1e-4},
+        "known": {
+            ("*", "socp_two_feet_even"): "altproj returns no duals (y_eq is NaN)",
+        },
+    },
     "piqp": {"atol": {"float64": 1e-6},
              "known": {("*", "lp_badly_scaled"): "PIQP declares the LP with rows scaled 1e-6 / 1e3 dual infeasible"}},
 }
