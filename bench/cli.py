@@ -31,8 +31,8 @@ console = Console() if sys.stdout.isatty() else Console(width=200)
 #: and the per-cell timeout in seconds. ``default`` is what ``make run`` runs: LP-1 of
 #: every family with every available adapter, under 5 minutes on 2 cores.
 PRESETS = {
-    "quick": {"n": [32], "repeats": 2, "kinds": ("lp1",), "timeout": 120.0},
-    "default": {"n": [64], "repeats": 5, "kinds": ("lp1",), "timeout": 60.0},
+    "quick": {"n": [32], "repeats": 2, "kinds": ("lp1", "qp", "socp"), "timeout": 120.0},
+    "default": {"n": [64], "repeats": 5, "kinds": ("lp1", "qp", "socp"), "timeout": 60.0},
     "full": {"n": [256], "repeats": 5, "kinds": None, "timeout": 600.0},
     "large": {"n": [256, 1024, 4096], "repeats": 10, "kinds": None, "timeout": 1800.0},
 }

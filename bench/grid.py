@@ -94,9 +94,10 @@ def parse_family(spec: str) -> tuple[str, dict[str, Any]]:
     unknown = sorted(set(params) - set(fams[name].parameters()))
     if unknown:
         raise ProblemError(f"family {name!r}: unknown parameters {unknown}; it takes {sorted(fams[name].parameters())}")
-    kind = params.get("kind", "lp1")
+    kind = params.get("kind", fams[name].default_kind)
     if kind not in fams[name].kinds:
         raise ProblemError(f"family {name!r}: kind expected one of {list(fams[name].kinds)}, got {kind!r}")
+    params["kind"] = kind
     return name, params
 
 
@@ -138,12 +139,17 @@ def expand(families: list[str], solver_specs: list[str], dtypes: list[str], devi
         caps = cls.CAPABILITIES
         for (fam, params) in fams:
             family = problems.families()[fam]
-            if not getattr(caps, family.problem_class):
-                skipped.append((f"{spec} {fam}", f"{name} does not solve {family.problem_class.upper()}s"))
+            if family.reason_unavailable():
+                skipped.append((f"{fam}", family.reason_unavailable()))
+                continue
+            pclass = family.problem_class(params)
+            if not getattr(caps, pclass):
+                skipped.append((f"{spec} {fam}[kind={params.get('kind', family.default_kind)}]",
+                                f"{name} does not solve {pclass.upper()}s"))
                 continue
             structure = family.structure(params)
             if caps.structures is not None and structure not in caps.structures:
-                skipped.append((f"{spec} {fam}[kind={params.get('kind', 'lp1')}]",
+                skipped.append((f"{spec} {fam}[kind={params.get('kind', family.default_kind)}]",
                                 f"{name} decides only {list(caps.structures)}"))
                 continue
             for dt in dtypes:

@@ -4,7 +4,12 @@ Columns: ``n`` (LPs verified), ``correct``, ``false_accept`` (unsafe), ``false_r
 ``uncertain``, ``failed`` (counts), ``ms_per_256`` (median milliseconds per 256 scenes;
 an exit cell solves 2d LPs per scene), ``us_per_lp`` (median microseconds per LP),
 ``iqr_ms`` (interquartile range of the batch time), ``compile_s`` (first call minus a
-steady call: JIT compile and warm-up).
+steady call: JIT compile and warm-up). QP / SOCP cells add ``suboptimal`` (feasible but
+farther than ``qp_gap`` from the optimum), ``max_rel_gap`` (largest objective gap to the
+reference over the feasible cases), ``max_primal_res`` (largest relative primal residual)
+and ``max_kkt_res`` (largest relative stationarity residual, where the solver gave duals).
+``rank_deficient_summary`` repeats the outcome counts for cases whose equality rows are
+rank-deficient (two-foot stances), where several solvers break down.
 """
 
 from __future__ import annotations
@@ -40,14 +45,19 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     rows = rows.copy()
     if "family_label" not in rows:  # runs written before the label existed
         rows["family_label"] = rows["family"]
-    for col in ("ms_per_256", "us_per_lp", "ms_batch_iqr", "compile_s"):
+    for col in ("ms_per_256", "us_per_lp", "ms_batch_iqr", "compile_s", "rel_gap", "primal_residual",
+                "dual_residual"):
         if col not in rows:
             rows[col] = float("nan")
     counts = pd.crosstab([rows[g] for g in GROUP], rows["outcome"]).reindex(columns=list(OUTCOMES), fill_value=0)
     timing = rows.groupby(GROUP).agg(
         n=("outcome", "size"), ms_per_256=("ms_per_256", "median"), us_per_lp=("us_per_lp", "median"),
         iqr_ms=("ms_batch_iqr", "median"), compile_s=("compile_s", "median"),
+        max_rel_gap=("rel_gap", "max"), max_primal_res=("primal_residual", "max"),
+        max_kkt_res=("dual_residual", "max"),
     )
+    if timing[["max_rel_gap", "max_primal_res", "max_kkt_res"]].isna().all().all():
+        timing = timing.drop(columns=["max_rel_gap", "max_primal_res", "max_kkt_res"])  # LP-only runs
     out = timing[["n"]].join(counts).join(timing.drop(columns="n")).reset_index()
     out = out.rename(columns={"family_label": "family", "solver_label": "solver", "n_scenes": "scenes"})
     return out.sort_values(["family", "kind", "scenes", "ms_per_256"], na_position="last").reset_index(drop=True)
@@ -85,6 +95,20 @@ def robust_summary(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def rank_deficient_summary(rows: pd.DataFrame) -> pd.DataFrame:
+    """Outcome counts on the cases whose equality rows are rank-deficient
+    (``meta_rank_deficient``), per cell group; empty when there are none."""
+    if "meta_rank_deficient" not in rows:
+        return pd.DataFrame()
+    sub = rows[rows["meta_rank_deficient"].fillna(False).astype(bool)]
+    if sub.empty:
+        return pd.DataFrame()
+    counts = pd.crosstab([sub[g] for g in GROUP], sub["outcome"]).reindex(columns=list(OUTCOMES), fill_value=0)
+    counts.insert(0, "cases", counts.sum(axis=1))
+    return counts.reset_index().rename(columns={"family_label": "family", "solver_label": "solver",
+                                                "n_scenes": "scenes"})
+
+
 def provenance(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per run: id, commit, CPU, host, JAX devices and package versions."""
     cols = ["run_id"] + sorted(c for c in rows.columns if c.startswith("env_"))
@@ -104,10 +128,17 @@ def write_report(rows: pd.DataFrame, out_dir: Path | str, manifests: list[dict] 
     prov = provenance(rows)
     prov.to_csv(out / "provenance.csv", index=False)
     lines = ["# contactbench report", "",
-             "Outcomes are verified independently of each solver against a HiGHS float64 reference "
-             "(`false_accept` = said supported, is not: the unsafe error). `ms_per_256` is the median "
-             "time per 256 scenes; `compile_s` is first call minus a steady call.", "",
-             _markdown(summary), ""]
+             "Outcomes are verified independently of each solver against a float64 reference (hold LPs: "
+             "HiGHS; QPs and SOCPs: Clarabel at 1e-10). `false_accept` is the unsafe error: said supported "
+             "(or handed out forces) when the contacts cannot hold, or forces that violate the constraints. "
+             "`ms_per_256` is the median time per 256 scenes; `compile_s` is first call minus a steady call.",
+             "", _markdown(summary), ""]
+    deficient = rank_deficient_summary(rows)
+    if len(deficient):
+        deficient.to_csv(out / "rank_deficient.csv", index=False)
+        lines += ["## Rank-deficient equality rows (two-foot stances)", "",
+                  "The same outcomes restricted to cases whose wrench rows are rank-deficient; a solver that "
+                  "fails here fails on real stances, not on a generator artefact.", "", _markdown(deficient), ""]
     robust = robust_summary(rows)
     if len(robust):
         robust.to_csv(out / "robust.csv", index=False)

@@ -37,7 +37,8 @@ from solvers import check_standard_form
 from .env import host_environment, jax_devices
 from .grid import Cell
 from .reference import reference
-from .verify import DEFAULT_TOLERANCES, exit_outcomes, lp1_outcomes, verify_exit, verify_lp1
+from .verify import (DEFAULT_TOLERANCES, exit_outcomes, lp1_outcomes, qp_outcomes, verify_exit, verify_lp1,
+                     verify_qp)
 
 CASES_PER_REPORT = 256
 
@@ -92,7 +93,7 @@ def failed_rows(cell: Cell, batch: problems.ProblemBatch, ref: pd.DataFrame, env
 
 
 def _timed_solve(adapter, batch: problems.ProblemBatch, repeats: int):
-    problem = check_standard_form(*batch.arrays(), P=batch.P, batched=True)
+    problem = check_standard_form(*batch.arrays(), **batch.extra(), batched=True)
     prepared = adapter.prepare(problem)
     t0 = time.perf_counter()
     raw = adapter.run(prepared)
@@ -130,6 +131,13 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
     if batch.kind == "lp1":
         checked = verify_lp1(batch, solution, DEFAULT_TOLERANCES)
         outcome = lp1_outcomes(checked["verdict"], ref["truth"])
+    elif batch.kind in problems.QP_KINDS:
+        checked = verify_qp(batch, solution, DEFAULT_TOLERANCES)
+        judged = qp_outcomes(checked, ref, DEFAULT_TOLERANCES)
+        checked = checked.assign(rel_gap=judged["rel_gap"])
+        outcome = judged["outcome"].to_numpy()
+        for key, values in solution.extras.items():  # e.g. altproj's max_utilization
+            checked[f"extra_{key}"] = np.asarray(values, dtype=float)
     else:
         checked = verify_exit(batch, solution, DEFAULT_TOLERANCES)
         outcome = exit_outcomes(checked["verdict"], checked["exit"], ref["ref_exit"], DEFAULT_TOLERANCES)

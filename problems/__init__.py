@@ -12,37 +12,61 @@ from typing import Any, Callable
 
 from solvers.errors import ProblemError
 
-from . import cube, near_boundary, planar_box
-from .batch import KINDS, ProblemBatch, hold_batch
+from . import cube, humanoid, near_boundary, planar_box, quadruped
+from .batch import KINDS, QP_KINDS, ProblemBatch, hold_batch, qp_batch
 from .hold import EXIT_CAP, LP, HoldScene, Limits, exit_lp, lp1, margin_directions
+
+
+#: problem class a solver must handle for each kind: "lp" (hold tests), "qp" or "socp".
+KIND_CLASSES = {"lp1": "lp", "exit": "lp", "qp": "qp", "socp": "socp"}
 
 
 @dataclass(frozen=True)
 class Family:
-    """A registered family: ``sample(n, seed, **params) -> (scenes, meta)`` and its axes."""
+    """A registered family: ``sample(n, seed, **params) -> (scenes, meta)`` and its axes.
+
+    Hold-test families (the default) build LP-1 / exit batches from ``HoldScene`` items;
+    others give ``build(name, items, meta, kind, params) -> ProblemBatch`` and, where a
+    kind has a special structure an adapter may require, ``structures`` (kind -> name).
+    """
 
     name: str
     description: str
     sample: Callable[..., Any]
     axes: tuple[str, ...]
     kinds: tuple[str, ...] = KINDS
-    #: the problem class a solver must handle: "lp" (hold tests), "qp" or "socp".
-    problem_class: str = "lp"
+    build: Callable[..., ProblemBatch] | None = None
+    structures: dict[str, str] | None = None
+    #: returns None when the family can generate here, else why not (a missing package).
+    unavailable: Callable[[], str | None] | None = None
+    #: the kind a spec without ``kind=`` means.
+    default_kind: str = "lp1"
+
+    def problem_class(self, params: dict[str, Any]) -> str:
+        """``lp``, ``qp`` or ``socp``: what a solver must handle for ``params['kind']``."""
+        return KIND_CLASSES[params.get("kind", self.default_kind)]
 
     def axes_for(self, params: dict[str, Any]) -> tuple[str, ...]:
         """Wrench axes of the scenes generated with ``params``."""
         return self.axes
 
     def structure(self, params: dict[str, Any]) -> str:
-        """Problem structure generated with ``params``, e.g. ``hold-d3-lp1`` (see
-        ``Capabilities.structures``)."""
-        return f"hold-d{len(self.axes_for(params))}-{params.get('kind', 'lp1')}"
+        """Problem structure generated with ``params``, e.g. ``hold-d3-lp1`` or ``force-socp``
+        (see ``Capabilities.structures``)."""
+        kind = params.get("kind", self.default_kind)
+        if self.structures and kind in self.structures:
+            return self.structures[kind]
+        return f"hold-d{len(self.axes_for(params))}-{kind}"
+
+    def reason_unavailable(self) -> str | None:
+        """None when the family can generate here, else why not."""
+        return self.unavailable() if self.unavailable else None
 
     def parameters(self) -> dict[str, Any]:
         """Parameter name -> default, as ``generate`` accepts them (``kind`` included)."""
         sig = inspect.signature(self.sample)
         params = {k: p.default for k, p in sig.parameters.items() if k not in ("n", "seed")}
-        return {"kind": "lp1", **params}
+        return {"kind": self.default_kind, **params}
 
 
 # The family registry (with the solver registry, the only global state).
@@ -91,6 +115,35 @@ register_family(NearBoundaryFamily(
 ))
 
 
+def _quadruped_batch(name: str, scenes, meta, kind: str, params: dict[str, Any]) -> ProblemBatch:
+    if kind == "lp1":
+        return hold_batch(name, [s.hold() for s in scenes], meta, "lp1", axes=cube.AXES, params=params)
+    cone = "pyramid" if kind == "qp" else "circular"
+    return qp_batch(name, [s.qp(cone) for s in scenes], meta.assign(cone=cone), kind, params)
+
+
+register_family(Family(
+    "quadruped",
+    "quadruped contact-force distribution (seed 000): 4 feet, all 11 stance sets, push, roll/pitch torque, "
+    "weight, mu; qp: min sum|f|^2 with inner pyramids; socp: circular cones; lp1: the stance's hold test",
+    quadruped.sample, cube.AXES, kinds=("qp", "socp", "lp1"), build=_quadruped_batch,
+    structures={"qp": "quadruped-qp", "socp": "force-socp"}, default_kind="qp",
+))
+
+
+def _humanoid_batch(name: str, qps, meta, kind: str, params: dict[str, Any]) -> ProblemBatch:
+    return qp_batch(name, qps, meta, kind, params)
+
+
+register_family(Family(
+    "humanoid",
+    "humanoid (TALOS, 38 dof) gravity compensation in single/double support (seed 001): "
+    "min |tau|^2 + eps |f|^2 s.t. statics, f_z >= 0, optional friction pyramids and torque limits",
+    humanoid.sample, cube.AXES, kinds=("qp",), build=_humanoid_batch, structures={"qp": "humanoid-qp"},
+    unavailable=humanoid.model_reason, default_kind="qp",
+))
+
+
 def families() -> dict[str, Family]:
     """All registered families by name."""
     return dict(_FAMILIES)
@@ -104,7 +157,7 @@ def generate(family: str, n: int, seed: int = 0, **params: Any) -> ProblemBatch:
     if family not in _FAMILIES:
         raise ProblemError(f"family: expected one of {sorted(_FAMILIES)}, got {family!r}")
     fam = _FAMILIES[family]
-    kind = params.pop("kind", "lp1")
+    kind = params.pop("kind", fam.default_kind)
     if kind not in fam.kinds:
         raise ProblemError(f"kind: family {family!r} generates {list(fam.kinds)}, got {kind!r}")
     unknown = sorted(set(params) - set(fam.parameters()))
@@ -112,12 +165,17 @@ def generate(family: str, n: int, seed: int = 0, **params: Any) -> ProblemBatch:
         raise ProblemError(f"params: family {family!r} does not take {unknown}; it takes {sorted(fam.parameters())}")
     if not isinstance(seed, (int,)) or isinstance(seed, bool):
         raise ProblemError(f"seed: expected an integer, got {seed!r}")
+    reason = fam.reason_unavailable()
+    if reason:
+        raise ProblemError(f"family {family!r} is not available here: {reason}")
     scenes, meta = fam.sample(n, seed, **params)
-    return hold_batch(family, scenes, meta, kind=kind, axes=fam.axes_for(params),
-                      params={"n": n, "seed": seed, "kind": kind, **params})
+    record = {"n": n, "seed": seed, "kind": kind, **params}
+    if fam.build is not None:
+        return fam.build(family, scenes, meta, kind, record)
+    return hold_batch(family, scenes, meta, kind=kind, axes=fam.axes_for(params), params=record)
 
 
 __all__ = [
-    "EXIT_CAP", "KINDS", "LP", "Family", "HoldScene", "Limits", "ProblemBatch", "exit_lp",
-    "families", "generate", "hold_batch", "lp1", "margin_directions", "register_family",
+    "EXIT_CAP", "KINDS", "LP", "QP_KINDS", "Family", "HoldScene", "Limits", "ProblemBatch", "exit_lp",
+    "families", "generate", "hold_batch", "lp1", "margin_directions", "qp_batch", "register_family",
 ]

@@ -1,10 +1,12 @@
-"""``ProblemBatch``: a batch of same-shape standard-form LPs plus the hold data to verify them.
+"""``ProblemBatch``: a batch of same-shape standard-form problems plus the data to verify them.
 
 Kinds:
 
 * ``"lp1"``: one LP-1 per scene; ``x = [lam, s+, s-]``.
 * ``"exit"``: one LP-2 per (scene, pure direction); ``x = [lam, t]``; ``meta`` gains
   ``direction``, and ``scene_index`` says which scene a row belongs to.
+* ``"qp"``, ``"socp"``: one QP (or friction-cone SOCP) per case, verified from the
+  standard form alone (``bench.verify.verify_qp``); the hold arrays are empty.
 
 Every array is float64 with the batch axis first. ``meta`` is one DataFrame row per LP.
 """
@@ -26,6 +28,7 @@ from solvers.errors import ProblemError
 from .hold import EXIT_CAP, HoldScene, direction_names, exit_lp, lp1, margin_directions
 
 KINDS = ("lp1", "exit")
+QP_KINDS = ("qp", "socp")
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,9 @@ class ProblemBatch:
     cap: float = EXIT_CAP
     params: dict[str, Any] = field(default_factory=dict)
     P: np.ndarray | None = None
+    lb: np.ndarray | None = None
+    cones: np.ndarray | None = None
+    cone_mu: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.c.shape[0])
@@ -67,12 +73,17 @@ class ProblemBatch:
         """``(c, A_eq, b_eq, A_ub, b_ub)``, batched."""
         return self.c, self.A_eq, self.b_eq, self.A_ub, self.b_ub
 
+    def extra(self) -> dict[str, Any]:
+        """The keyword arrays of the standard form: ``P``, ``lb``, ``cones``, ``cone_mu``."""
+        return {"P": self.P, "lb": self.lb, "cones": self.cones, "cone_mu": self.cone_mu}
+
     def content_hash(self) -> str:
         """SHA-256 of the kind and every array's bytes: same problems, same hash."""
         h = hashlib.sha256(self.kind.encode())
         arrays = [*self.arrays(), self.W, self.need, self.limit_B, self.limit_fmax, self.direction]
-        if self.P is not None:
-            arrays.append(self.P)
+        for extra in (self.P, self.lb, self.cones, self.cone_mu):
+            if extra is not None:
+                arrays.append(extra)
         for arr in arrays:
             h.update(str(arr.shape).encode())
             h.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
@@ -80,6 +91,7 @@ class ProblemBatch:
         return h.hexdigest()
 
     _ARRAYS = ("c", "A_eq", "b_eq", "A_ub", "b_ub", "W", "need", "limit_B", "limit_fmax", "direction")
+    _OPTIONAL = ("P", "lb", "cones", "cone_mu")
 
     def save(self, directory: Path | str, name: str) -> None:
         """Write ``name.npz`` (arrays, no pickle), ``name.parquet`` (meta) and ``name.json``
@@ -88,8 +100,9 @@ class ProblemBatch:
         directory.mkdir(parents=True, exist_ok=True)
         tag = f".{os.getpid()}.tmp"
         arrays = {k: getattr(self, k) for k in self._ARRAYS}
-        if self.P is not None:
-            arrays["P"] = self.P
+        for key in self._OPTIONAL:
+            if getattr(self, key) is not None:
+                arrays[key] = getattr(self, key)
         with open(directory / f"{name}.npz{tag}", "wb") as fh:
             np.savez(fh, **arrays)
         self.meta.to_parquet(directory / f"{name}.parquet{tag}", index=False)
@@ -107,7 +120,7 @@ class ProblemBatch:
             arrays = {k: data[k] for k in data.files}
         return cls(info["family"], info["kind"], *(arrays[k] for k in cls._ARRAYS[:5]),
                    *(arrays[k] for k in cls._ARRAYS[5:]), pd.read_parquet(directory / f"{name}.parquet"),
-                   float(info["cap"]), info["params"], arrays.get("P"))
+                   float(info["cap"]), info["params"], *(arrays.get(k) for k in cls._OPTIONAL))
 
     def subset(self, index) -> "ProblemBatch":
         """The cases at ``index`` (an int array or slice), meta re-indexed."""
@@ -116,7 +129,8 @@ class ProblemBatch:
             self.family, self.kind, *(pick(a) for a in self.arrays()), pick(self.W), pick(self.need),
             pick(self.limit_B), pick(self.limit_fmax), pick(self.direction),
             self.meta.iloc[index].reset_index(drop=True), self.cap, self.params,
-            None if self.P is None else pick(self.P),
+            None if self.P is None else pick(self.P), None if self.lb is None else pick(self.lb),
+            self.cones, None if self.cone_mu is None else pick(self.cone_mu),
         )
 
 
@@ -156,4 +170,35 @@ def hold_batch(family: str, scenes: list[HoldScene], meta: pd.DataFrame, kind: s
         family, kind, stack(lambda lp: lp.c), stack(lambda lp: lp.A_eq), stack(lambda lp: lp.b_eq),
         stack(lambda lp: lp.A_ub), stack(lambda lp: lp.b_ub), W, need, B, fmax, dirs,
         rows.reset_index(drop=True), float(cap), dict(params or {}),
+    )
+
+
+def qp_batch(family: str, qps: list, meta: pd.DataFrame, kind: str = "qp",
+             params: dict[str, Any] | None = None) -> ProblemBatch:
+    """Build a ``ProblemBatch`` of ``kind`` ('qp' or 'socp') from same-shape problems.
+
+    Each item of ``qps`` has ``c, A_eq, b_eq, A_ub, b_ub, P, lb`` and, for an SOCP,
+    ``cones`` (the same for every item) and ``cone_mu`` (see ``solvers.types``).
+    """
+    if kind not in QP_KINDS:
+        raise ProblemError(f"kind: expected one of {list(QP_KINDS)}, got {kind!r}")
+    if not qps:
+        raise ProblemError("qps: expected at least one problem")
+    if len(meta) != len(qps):
+        raise ProblemError(f"meta: expected {len(qps)} rows (one per problem), got {len(meta)}")
+    shapes = {(q.A_eq.shape, q.A_ub.shape) for q in qps}
+    if len(shapes) != 1:
+        raise ProblemError(f"qps: expected one shape across the batch, got {sorted(shapes)}")
+    stack = lambda name: np.stack([np.asarray(getattr(q, name), float) for q in qps])  # noqa: E731
+    B = len(qps)
+    cones = getattr(qps[0], "cones", None)
+    if cones is not None and any(not np.array_equal(q.cones, cones) for q in qps):
+        raise ProblemError("qps: expected the same cone indices in every problem of the batch")
+    empty = np.zeros((B, 0, 0))
+    return ProblemBatch(
+        family, kind, stack("c"), stack("A_eq"), stack("b_eq"), stack("A_ub"), stack("b_ub"),
+        empty, np.zeros((B, 0)), empty, np.zeros((B, 0)), np.zeros((B, 0)),
+        meta.assign(scene_index=np.arange(B)).reset_index(drop=True), EXIT_CAP, dict(params or {}),
+        stack("P"), stack("lb"), None if cones is None else np.asarray(cones, dtype=np.int64),
+        None if cones is None else stack("cone_mu"),
     )

@@ -102,6 +102,7 @@ class BatchSolution:
     iterations: np.ndarray
     native_status: np.ndarray
     message: np.ndarray
+    #: per-case arrays (B, ...) an adapter adds, e.g. altproj's ``max_utilization``.
     extras: dict[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -112,7 +113,7 @@ class BatchSolution:
             x=self.x[i], y_eq=self.y_eq[i], y_ub=self.y_ub[i],
             objective=float(self.objective[i]), status=self.status[i],
             iterations=int(self.iterations[i]), native_status=str(self.native_status[i]),
-            message=str(self.message[i]),
+            message=str(self.message[i]), extras={k: v[i] for k, v in self.extras.items()},
         )
 
     @classmethod

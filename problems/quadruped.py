@@ -1,0 +1,229 @@
+"""Quadruped contact-force distribution (seed 000): the QP, its SOCP form, and its hold test.
+
+Frame and units (seed 000's): body frame with ``x`` forward, ``y`` up, ``z = x cross y``
+to the robot's right; forces in newtons, moments in newton-metres. The body centre is
+``height`` metres above the ground; the feet stand at ``(+-HALF_LENGTH, -height,
++-HALF_WIDTH)`` in the body frame::
+
+    FL (+0.20, -h, -0.15)   FR (+0.20, -h, +0.15)
+    BL (-0.20, -h, -0.15)   BR (-0.20, -h, +0.15)
+
+The wrench rows are written about ``O``, the ground point under the body centre (foot
+lever arms ``(x_i, 0, z_i)``), as in seed 000's demo, where a horizontal push adds no
+lean. The feet must together exert the desired wrench::
+
+    sum_i f_i           = F_des = (push_x, weight, push_z)
+    sum_i p_i x f_i     = M_des = (roll, 0, pitch)          (moments about O)
+
+Variables ``x = (f_FL, f_FR, f_BL, f_BR)``, each ``(f_x, f_y, f_z)`` (12, all free). A
+swing foot's columns of the wrench rows are zero, so it carries no force at the optimum
+(the objective ``sum |f_i|^2``, ``P = 2 I``, is strictly convex); every case of a batch
+has the same shape whatever its stance. Friction, per foot:
+
+* ``pyramid`` (QP): the inner ``edges``-sided pyramid, rows
+  ``cos(phi_k) f_x + sin(phi_k) f_z <= mu cos(pi / edges) f_y``, ``phi_k = 2 pi k / edges``
+  (for 4 edges: ``|f_x|, |f_z| <= mu / sqrt(2) f_y``, seed 003's inner pyramid); these rows
+  imply ``f_y >= 0``;
+* ``circular`` (SOCP): ``|(f_x, f_z)| <= mu f_y`` as a second-order cone.
+
+The hold test (``lp1``) asks whether the stance feet can realise the wrench at all, with
+the same inner pyramids as generators, in units of ``weight`` and ``weight * HALF_LENGTH``.
+A two-foot stance makes the wrench rows rank-deficient (rank 5): the moment about the
+line through the two feet is fixed by the force, so most two-foot wrenches are
+infeasible; ``sample`` makes half of them consistent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+from solvers.errors import ProblemError
+
+from . import contacts
+from .hold import HoldScene
+
+FEET = ("FL", "FR", "BL", "BR")
+HALF_LENGTH = 0.20
+HALF_WIDTH = 0.15
+HEIGHT = 0.30
+#: every stance set of at least two feet (11), as comma-joined names in FEET order.
+STANCES = tuple(",".join(c) for r in (2, 3, 4) for c in combinations(FEET, r))
+CONES = ("pyramid", "circular")
+
+
+def foot_positions(height: float = HEIGHT) -> np.ndarray:
+    """(4, 3) foot positions in the body frame (metres), rows in ``FEET`` order."""
+    sx = np.array([1, 1, -1, -1]) * HALF_LENGTH
+    sz = np.array([-1, 1, -1, 1]) * HALF_WIDTH
+    return np.column_stack([sx, np.full(4, -height), sz])
+
+
+def parse_stance(stance: str | tuple[str, ...]) -> tuple[str, ...]:
+    """``"FL,BR"`` -> ``("FL", "BR")`` in ``FEET`` order; at least two distinct feet."""
+    names = stance.split(",") if isinstance(stance, str) else list(stance)
+    names = [s.strip().upper() for s in names if s.strip()]
+    bad = sorted(set(names) - set(FEET))
+    if bad or len(set(names)) != len(names) or len(names) < 2:
+        raise ProblemError(f"stance: expected at least two distinct feet of {list(FEET)}, got {stance!r}")
+    return tuple(f for f in FEET if f in names)
+
+
+def _skew(p: np.ndarray) -> np.ndarray:
+    return np.array([[0, -p[2], p[1]], [p[2], 0, -p[0]], [-p[1], p[0], 0]])
+
+
+@dataclass(frozen=True)
+class QP:
+    """One problem in the project's standard form (see ``solvers.types``)."""
+
+    c: np.ndarray
+    A_eq: np.ndarray
+    b_eq: np.ndarray
+    A_ub: np.ndarray
+    b_ub: np.ndarray
+    P: np.ndarray
+    lb: np.ndarray
+    cones: np.ndarray | None = None
+    cone_mu: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class QuadrupedScene:
+    """A stance and a desired wrench (newtons, newton-metres; see module docstring)."""
+
+    stance: tuple[str, ...]
+    push: tuple[float, float]
+    torque: tuple[float, float]
+    mu: float
+    weight: float
+    height: float = HEIGHT
+    edges: int = 4
+
+    @property
+    def wrench(self) -> np.ndarray:
+        """(6,) ``(F_des, M_des)`` about O."""
+        return np.array([self.push[0], self.weight, self.push[1], self.torque[0], 0.0, self.torque[1]])
+
+    @property
+    def in_stance(self) -> np.ndarray:
+        """(4,) bool, in ``FEET`` order."""
+        return np.array([f in self.stance for f in FEET])
+
+    def wrench_matrix(self) -> np.ndarray:
+        """(6, 12) map from the feet's forces to the wrench about O (swing columns zero)."""
+        A = np.zeros((6, 12))
+        for i, p in enumerate(foot_positions(self.height)):
+            if self.in_stance[i]:
+                lever = np.array([p[0], 0.0, p[2]])
+                A[:3, 3 * i:3 * i + 3] = np.eye(3)
+                A[3:, 3 * i:3 * i + 3] = _skew(lever)
+        return A
+
+    def pyramid_rows(self) -> np.ndarray:
+        """(4 * edges, 12) rows ``G`` with ``G f <= 0`` the inner pyramids of all four feet."""
+        phi = 2 * np.pi * np.arange(self.edges) / self.edges
+        face = np.column_stack([np.cos(phi), np.full(self.edges, -self.mu * np.cos(np.pi / self.edges)),
+                                np.sin(phi)])
+        G = np.zeros((4 * self.edges, 12))
+        for i in range(4):
+            G[i * self.edges:(i + 1) * self.edges, 3 * i:3 * i + 3] = face
+        return G
+
+    def qp(self, cone: str = "pyramid") -> QP:
+        """The force-distribution problem: ``cone="pyramid"`` a QP, ``"circular"`` an SOCP."""
+        if cone not in CONES:
+            raise ProblemError(f"cone: expected one of {list(CONES)}, got {cone!r}")
+        n = 12
+        common = dict(c=np.zeros(n), A_eq=self.wrench_matrix(), b_eq=self.wrench, P=2.0 * np.eye(n),
+                      lb=np.full(n, -np.inf))
+        if cone == "pyramid":
+            G = self.pyramid_rows()
+            return QP(A_ub=G, b_ub=np.zeros(len(G)), **common)
+        cones = np.array([[3 * i + 1, 3 * i, 3 * i + 2] for i in range(4)])
+        return QP(A_ub=np.zeros((0, n)), b_ub=np.zeros(0), cones=cones, cone_mu=np.full(4, self.mu), **common)
+
+    def hold(self) -> HoldScene:
+        """The hold test of this stance: inner-pyramid generators (6, 4 * edges), swing feet's
+        columns zero; wrench in units of ``weight`` and ``weight * HALF_LENGTH``."""
+        cols = []
+        for i, p in enumerate(foot_positions(self.height)):
+            lever = np.array([p[0], 0.0, p[2]])
+            G = contacts.point(lever, (0.0, 1.0, 0.0), self.mu, self.edges, inner=True,
+                               offset=np.pi / self.edges, length_scale=HALF_LENGTH)
+            cols.append(G if self.in_stance[i] else np.zeros_like(G))
+        need = self.wrench / np.array([self.weight] * 3 + [self.weight * HALF_LENGTH] * 3)
+        labels = tuple(f"{f}{j}" for f in FEET for j in range(self.edges))
+        return HoldScene(np.hstack(cols), need, labels=labels)
+
+    def min_norm_forces(self) -> np.ndarray:
+        """(4, 3) the pseudo-inverse (min-norm) forces, ignoring friction."""
+        return (np.linalg.pinv(self.wrench_matrix()) @ self.wrench).reshape(4, 3)
+
+
+def scene(stance: str = "FL,FR,BL,BR", push=(0.0, 0.0), torque=(0.0, 0.0), mu: float = 0.6,
+          weight: float = 90.0, height: float = HEIGHT, edges: int = 4) -> QuadrupedScene:
+    """A deterministic scene; ``push = (F_x, F_z)`` N, ``torque = (roll, pitch)`` N m about O."""
+    if not (np.isfinite(mu) and mu > 0):
+        raise ProblemError(f"mu: expected a number > 0, got {mu!r}")
+    if not (np.isfinite(weight) and weight > 0):
+        raise ProblemError(f"weight: expected a number > 0 (newtons), got {weight!r}")
+    if not (np.isfinite(height) and height > 0):
+        raise ProblemError(f"height: expected a number > 0 (metres), got {height!r}")
+    if not isinstance(edges, (int, np.integer)) or edges < 3:
+        raise ProblemError(f"edges: expected an integer >= 3, got {edges!r}")
+    push, torque = tuple(float(v) for v in push), tuple(float(v) for v in torque)
+    if len(push) != 2 or len(torque) != 2:
+        raise ProblemError(f"push, torque: expected two numbers each, got {push!r}, {torque!r}")
+    return QuadrupedScene(parse_stance(stance), push, torque, float(mu), float(weight), float(height), int(edges))
+
+
+def _consistent_torque(stance: tuple[str, ...], push, torque, weight: float, height: float) -> np.ndarray:
+    """For a two-foot stance, ``torque`` moved the least so that the wrench is realisable
+    by the pair without friction limits: ``d . M = F . (p2 x p1)`` with ``d = p2 - p1``."""
+    pos = {f: np.array([p[0], 0.0, p[2]]) for f, p in zip(FEET, foot_positions(height))}
+    p1, p2 = pos[stance[0]], pos[stance[1]]
+    d = p2 - p1
+    F = np.array([push[0], weight, push[1]])
+    M = np.array([torque[0], 0.0, torque[1]])
+    M = M + (F @ np.cross(p2, p1) - d @ M) / (d @ d) * d
+    return np.array([M[0], M[2]])
+
+
+def sample(n: int, seed: int, stance: str = "random", edges: int = 4,
+           mu=(0.3, 1.0), weight=(60.0, 140.0), push: float = 0.6, torque: float = 0.04,
+           height: float = HEIGHT) -> tuple[list[QuadrupedScene], pd.DataFrame]:
+    """``n`` random scenes and their meta rows.
+
+    ``stance`` one of ``STANCES`` or ``"random"`` (uniform over the 11); ``mu`` and
+    ``weight`` (N) uniform in their intervals; each push component uniform in
+    ``+-push * mu * weight`` (so about half of the four-foot cases slip); roll and pitch
+    uniform in ``+-torque * weight`` N m; half of the two-foot cases get their torque made
+    consistent with the pair (see module docstring).
+    """
+    if not isinstance(n, (int, np.integer)) or n < 1:
+        raise ProblemError(f"n: expected a positive integer, got {n!r}")
+    if stance != "random" and parse_stance(stance) not in [parse_stance(s) for s in STANCES]:
+        raise ProblemError(f"stance: expected 'random' or one of {list(STANCES)}, got {stance!r}")
+    rng = np.random.default_rng(seed)
+    scenes, rows = [], []
+    for i in range(n):
+        st = parse_stance(STANCES[rng.integers(len(STANCES))] if stance == "random" else stance)
+        mu_i = float(rng.uniform(*mu)) if isinstance(mu, (tuple, list)) else float(mu)
+        w_i = float(rng.uniform(*weight)) if isinstance(weight, (tuple, list)) else float(weight)
+        push_i = rng.uniform(-1, 1, 2) * push * mu_i * w_i
+        torque_i = rng.uniform(-1, 1, 2) * torque * w_i
+        consistent = len(st) == 2 and rng.random() < 0.5
+        if consistent:
+            torque_i = _consistent_torque(st, push_i, torque_i, w_i, height)
+        s = scene(",".join(st), push_i, torque_i, mu_i, w_i, height, edges)
+        A = s.wrench_matrix()
+        rank = int(np.linalg.matrix_rank(A))
+        rows.append({"case": i, "stance": ",".join(st), "n_feet": len(st), "push_x": push_i[0], "push_z": push_i[1],
+                     "roll": torque_i[0], "pitch": torque_i[1], "mu": mu_i, "weight": w_i, "height": height,
+                     "edges": edges, "consistent_torque": consistent, "rank": rank, "rank_deficient": rank < 6})
+        scenes.append(s)
+    return scenes, pd.DataFrame(rows)
