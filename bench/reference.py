@@ -1,4 +1,5 @@
-"""The float64 reference: HiGHS answers for a batch, cached on disk by content hash.
+"""The float64 reference: HiGHS answers for hold LPs, Clarabel (1e-10) for QPs and SOCPs,
+cached on disk by content hash.
 
 For LP-1 the reference is ``ref_delta`` (HiGHS' optimum), ``truth`` (``supported`` when
 ``ref_delta <= reference_delta``) and ``ref_verdict`` (the verifier's verdict of HiGHS'

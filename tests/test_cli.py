@@ -67,19 +67,24 @@ def test_profile_spec_is_shown_verbatim(tmp_path):
     assert "planar-box/lp1 highs[fast] float64" in res.output  # not eaten as console markup
 
 
-def test_default_grid_crosses_every_available_adapter_with_lp1():
+def test_default_grid_crosses_every_available_adapter_with_every_family():
     from bench import grid
-    from bench.cli import PRESETS
+    from bench.cli import PRESETS, preset_family_specs
 
-    import problems
     import solvers
 
     specs = [n for n, r in solvers.available().items() if r is None]
-    fams = [f"{f}[kind=lp1]" for f in problems.families()]
+    fams = preset_family_specs("default")
+    assert "quadruped[kind=socp]" in fams and "humanoid[kind=qp]" in fams and "cube-3d[kind=lp1]" in fams
     cells, skipped = grid.expand(fams, specs, ["float32", "float64"], ["cpu"], PRESETS["default"]["n"], 0, 1)
-    names = {c.solver for c in cells}
-    assert {"highs", "linrax", "osqp", "clarabel", "cvxpy", "daqp", "proxsuite", "qpax", "mpax", "scipy-highs"} <= names
-    assert "quadprog" not in names and any("quadprog does not solve LPs" in why for _, why in skipped)
+    lp1 = {c.solver for c in cells if c.kind == "lp1"}
+    assert {"highs", "linrax", "osqp", "clarabel", "cvxpy", "daqp", "proxsuite", "qpax", "mpax", "scipy-highs"} <= lp1
+    assert "quadprog" not in lp1 and any("quadprog does not solve LPs" in why for _, why in skipped)
+    qp = {c.solver for c in cells if c.family == "quadruped" and c.kind == "qp"}
+    assert {"qpax", "osqp", "cvxpy", "daqp", "proxsuite", "quadprog", "clarabel", "piqp"} <= qp
+    assert "altproj" not in qp and "linrax" not in qp
+    socp = {c.solver for c in cells if c.family == "quadruped" and c.kind == "socp"}
+    assert socp == {"altproj", "cvxpy", "clarabel"}
 
 
 def test_check_adapter_prints_table_and_exit_code(tmp_path):
