@@ -296,9 +296,9 @@ def qp_outcomes(checked: pd.DataFrame, ref: pd.DataFrame, tol: Tolerances = DEFA
          feasible_ref & (v == "feasible"),
          (truth == "infeasible") & (v == "infeasible"),
          (v == "infeasible"),
-         said_optimal | ((truth == "infeasible") & (v == "feasible")),
-         v == "failed"],
-        ["uncertain", "correct", "suboptimal", "correct", "false_reject", "false_accept", "failed"],
+         v == "failed",
+         said_optimal | ((truth == "infeasible") & (v == "feasible"))],
+        ["uncertain", "correct", "suboptimal", "correct", "false_reject", "failed", "false_accept"],
         default="uncertain",
     )
     return pd.DataFrame({"outcome": outcome, "rel_gap": np.where(feasible_ref, gap, np.nan)})

@@ -93,7 +93,7 @@ class AltProjAdapter(_jax.JaxBatchedAdapter, Adapter):
                                     "dykstra: converges to the min-norm optimum", choices=("ap", "dykstra")),
         "max_iter": Option(int, 1000, "iteration cap (one affine + one cone projection each)"),
         "tol": Option(float, None, "cone-utilisation slack, and Dykstra's step tolerance relative to the "
-                                   "wrench (default 1e-5 float64, 1e-4 float32)"),
+                                   "wrench (default 1e-6 float64, 1e-5 float32: within the verifier's 1e-5)"),
         "device": _jax.JaxBatchedAdapter.device_option(),
     }
     SETTINGS = {"default": {}, "dykstra": {"method": "dykstra"}}
@@ -102,7 +102,7 @@ class AltProjAdapter(_jax.JaxBatchedAdapter, Adapter):
     def tol(self) -> float:
         if self.settings["tol"] is not None:
             return self.settings["tol"]
-        return 1e-5 if self.dtype == "float64" else 1e-4
+        return 1e-6 if self.dtype == "float64" else 1e-5
 
     def prepare(self, problem: StandardForm):
         """Check the force-distribution structure (see module docstring), then place on device."""
