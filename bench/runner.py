@@ -1,7 +1,8 @@
 """Run cells in isolated worker processes and write one parquet file per finished cell.
 
-Per cell (in a fresh ``spawn`` worker, so float32 and float64 JAX never share a process
-and a crash or hang takes nothing else down):
+Per cell (in a ``spawn`` worker process, one per dtype, reused for the next cell of that
+dtype so that imports and JAX start-up are paid once; float32 and float64 JAX never share
+a process, and a crash or hang kills only its worker, which is replaced):
 
 1. regenerate the batch (generators are pure) and load the cached float64 reference;
 2. ``prepare`` (untimed), one warm-up ``run`` (JIT compile included, recorded as
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import sys
 import time
 import traceback
 from dataclasses import dataclass
@@ -164,15 +166,68 @@ def write_atomic(rows: pd.DataFrame, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _worker(cell_data: dict, env: dict[str, str], run_id: str, out: str, log: str, cache: str | None,
-            batches: str) -> None:
-    """Worker entry point: C-level stdout/stderr go to the cell's log file."""
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    cell = Cell.from_dict(cell_data)
-    rows = solve_cell(cell, env, run_id, Path(cache) if cache else None, Path(batches))
-    write_atomic(rows, Path(out))
+def _serve(conn) -> None:
+    """Worker loop: receive a job, run its cell with C-level stdout/stderr in the cell's log
+    file, write the cell's parquet, answer ``"ok"``; stop on ``None``."""
+    while True:
+        job = conn.recv()
+        if job is None:
+            return
+        cell_data, env, run_id, out, log, cache, batches = job
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+        try:
+            cell = Cell.from_dict(cell_data)
+            rows = solve_cell(cell, env, run_id, Path(cache) if cache else None, Path(batches))
+            write_atomic(rows, Path(out))
+            answer = "ok"
+        except Exception:  # the parent records it as a crashed cell with the log tail
+            traceback.print_exc()
+            answer = "error"
+        sys.stdout.flush()
+        sys.stderr.flush()
+        conn.send(answer)
+
+
+class _Worker:
+    """One reusable worker process (see module docstring); ``run`` returns (state, reason)."""
+
+    def __init__(self, ctx) -> None:
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(child,), daemon=True)
+        self.proc.start()
+        child.close()
+
+    def run(self, job: tuple, timeout: float) -> tuple[str, str]:
+        try:
+            self.conn.send(job)
+            if not self.conn.poll(timeout):
+                self.kill()
+                return "timeout", f"cell exceeded the {timeout:g} s timeout and was killed"
+            answer = self.conn.recv()
+        except (EOFError, OSError, BrokenPipeError):
+            self.proc.join(5)
+            return "crashed", f"worker exited with code {self.proc.exitcode} without results"
+        return ("done", "") if answer == "ok" else ("crashed", "worker raised outside the solver")
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.is_alive()
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join()
+
+    def close(self) -> None:
+        try:
+            self.conn.send(None)
+        except (OSError, BrokenPipeError):
+            pass
+        self.proc.join(10)
+        self.kill()
 
 
 def _log_tail(path: Path, lines: int = 30) -> str:
@@ -197,47 +252,56 @@ def run_cells(cells: list[Cell], run_dir: Path, run_id: str, *, timeout: float =
     ctx = mp.get_context("spawn")
     results = []
     batches: dict[tuple, tuple] = {}
-    for cell in cells:
-        path = run_dir / f"{cell.cell_id}.parquet"
-        if on_start:
-            on_start(cell)
-        started = time.perf_counter()
-        if resume and path.exists():
-            result = CellResult(cell, "skipped", path, None, 0.0, "finished in an earlier attempt")
-        else:
-            if cell.problem_key not in batches:
-                name = batch_name(cell)
-                if (run_dir / "batches" / f"{name}.json").exists():  # resumed run: same bytes as before
-                    batch = problems.ProblemBatch.load(run_dir / "batches", name)
-                else:
-                    batch = batch_for(cell)
-                    batch.save(run_dir / "batches", name)
-                batches[cell.problem_key] = (batch, reference(batch, cache_dir=cache_dir))
-            batch, ref = batches[cell.problem_key]
-            log = run_dir / "logs" / f"{cell.cell_id}.log"
-            proc = ctx.Process(target=_worker, args=(cell.to_dict(), env, run_id, str(path), str(log),
-                                                     str(cache_dir) if cache_dir else None,
-                                                     str(run_dir / "batches")))
-            proc.start()
-            proc.join(timeout)
-            state, reason = "done", ""
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
-                state, reason = "timeout", f"cell exceeded the {timeout:g} s timeout and was killed"
-            elif proc.exitcode != 0 or not path.exists():
-                state = "crashed"
-                reason = f"worker exited with code {proc.exitcode} without results\n{_log_tail(log)}"
-            if state != "done":
-                write_atomic(failed_rows(cell, batch, ref, env, run_id, state, reason), path)
-            rows = pd.read_parquet(path)
-            if state == "done" and (rows["error_type"] != "").any():
-                state, reason = "failed", str(rows["error"].iloc[0]).splitlines()[0]
-            result = CellResult(cell, state, path, rows, time.perf_counter() - started, reason)
-        results.append(result)
-        if on_done:
-            on_done(result)
+    workers: dict[str, _Worker] = {}
+    try:
+        for cell in cells:
+            results.append(_run_one(cell, run_dir, run_id, timeout, resume, cache_dir, env, ctx, batches, workers,
+                                    on_start, on_done))
+    finally:
+        for worker in workers.values():
+            worker.close()
     return results
+
+
+def _run_one(cell: Cell, run_dir: Path, run_id: str, timeout: float, resume: bool, cache_dir: Path | None,
+             env: dict[str, str], ctx, batches: dict, workers: dict, on_start, on_done) -> CellResult:
+    """Run one cell in the worker of its dtype and return what the parent learnt."""
+    path = run_dir / f"{cell.cell_id}.parquet"
+    if on_start:
+        on_start(cell)
+    started = time.perf_counter()
+    if resume and path.exists():
+        result = CellResult(cell, "skipped", path, None, 0.0, "finished in an earlier attempt")
+    else:
+        if cell.problem_key not in batches:
+            name = batch_name(cell)
+            if (run_dir / "batches" / f"{name}.json").exists():  # resumed run: same bytes as before
+                batch = problems.ProblemBatch.load(run_dir / "batches", name)
+            else:
+                batch = batch_for(cell)
+                batch.save(run_dir / "batches", name)
+            batches[cell.problem_key] = (batch, reference(batch, cache_dir=cache_dir))
+        batch, ref = batches[cell.problem_key]
+        log = run_dir / "logs" / f"{cell.cell_id}.log"
+        worker = workers.get(cell.dtype)
+        if worker is None or not worker.alive:
+            worker = workers[cell.dtype] = _Worker(ctx)
+        job = (cell.to_dict(), env, run_id, str(path), str(log), str(cache_dir) if cache_dir else None,
+               str(run_dir / "batches"))
+        state, reason = worker.run(job, timeout)
+        if state == "done" and not path.exists():
+            state, reason = "crashed", "worker answered without writing results"
+        if state != "done":
+            worker.kill()  # a fresh worker takes the next cell of this dtype
+            reason = f"{reason}\n{_log_tail(log)}"
+            write_atomic(failed_rows(cell, batch, ref, env, run_id, state, reason), path)
+        rows = pd.read_parquet(path)
+        if state == "done" and (rows["error_type"] != "").any():
+            state, reason = "failed", str(rows["error"].iloc[0]).splitlines()[0]
+        result = CellResult(cell, state, path, rows, time.perf_counter() - started, reason)
+    if on_done:
+        on_done(result)
+    return result
 
 
 def write_manifest(run_dir: Path, data: dict) -> None:
