@@ -18,7 +18,7 @@ import problems
 import solvers
 from solvers import BenchError
 
-from . import grid, report, runner
+from . import grid, report, runner, seed002
 from .env import has_gpu
 from .verify import DEFAULT_TOLERANCES
 
@@ -135,6 +135,12 @@ def run(
         _fail(str(exc))
     if not cells:
         _fail("nothing to run: every combination was skipped: " + "; ".join(f"{a}: {b}" for a, b in skipped))
+    _execute(ctx, cells, skipped, out, run_id, resume, timeout or conf["timeout"])
+
+
+def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: Optional[str], resume: bool,
+             timeout: float) -> Path:
+    """Run ``cells`` into a run directory under ``out`` with progress output; print the summary."""
     if resume:
         run_dir = out / run_id if run_id else (out / "latest").resolve()
         if not run_dir.is_dir():
@@ -180,13 +186,53 @@ def run(
                 why = escape(result.reason.splitlines()[0]) if result.reason else ""
                 progress.console.print(f"[red]✗[/] {head}: {result.state}: {why}")
 
-        results = runner.run_cells(cells, run_dir, name, timeout=timeout or conf["timeout"], resume=resume,
+        results = runner.run_cells(cells, run_dir, name, timeout=timeout, resume=resume,
                                    on_start=started, on_done=done)
     rows = report.load_runs([run_dir])
     summary = report.summarize(rows)
     _print_summary(summary)
     bad = [r for r in results if r.state not in ("done", "skipped")]
     console.print(f"results: {run_dir}  ({len(results) - len(bad)} cells ok, {len(bad)} failed)")
+    return run_dir
+
+
+@app.command()
+def ablate(
+    ctx: typer.Context,
+    table: str = typer.Option("ablation", "--table", help="ablation (linrax-hold, one measure off per row) or "
+                                                           "seed002 (seed 002's reproduction tables)"),
+    scale: float = typer.Option(1.0, "--scale", help="fraction of the seed's set sizes (e.g. 0.25 for a quick look)"),
+    seed: int = typer.Option(0, "--seed", help="generator seed"),
+    repeats: int = typer.Option(3, "--repeats", help="timed repeats per cell"),
+    device: str = typer.Option("cpu", "--device", help="cpu or gpu (JAX adapters)"),
+    timeout: float = typer.Option(600.0, "--timeout", help="seconds per cell"),
+    out: Path = typer.Option(Path("results/runs"), "--out", help="directory holding run directories"),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="name of the run directory"),
+) -> None:
+    """Seed 002's tables: the linrax-hold ablation, or the reproduction; written as markdown
+    (``<table>.md``) in the run directory and printed."""
+    if table not in ("ablation", "seed002"):
+        _fail(f"--table: expected ablation or seed002, got {table!r}")
+    if not 0 < scale <= 1:
+        _fail(f"--scale: expected a number in (0, 1], got {scale!r}")
+    if device not in ("cpu", "gpu"):
+        _fail(f"--device: expected cpu or gpu, got {device!r}")
+    try:
+        cells = (seed002.ablation_cells if table == "ablation" else seed002.reproduction_cells)(
+            seed, repeats, scale, device)
+        avail = solvers.available()
+        missing = sorted({c.solver.split("[")[0] for c in cells if avail.get(c.solver.split("[")[0])})
+        if missing:
+            _fail(f"--table {table}: adapters not available here: {missing}")
+    except BenchError as exc:
+        _fail(str(exc))
+    run_dir = _execute(ctx, cells, [], out, run_id, False, timeout)
+    rows = report.load_runs([run_dir])
+    result = seed002.ablation_table(rows) if table == "ablation" else seed002.reproduction_table(rows)
+    text = result.to_markdown(index=False, floatfmt=".3g")
+    (run_dir / f"{table}.md").write_text(text + "\n")
+    console.print(text, markup=False, highlight=False)
+    console.print(f"table: {run_dir / (table + '.md')}")
 
 
 def _print_summary(summary) -> None:

@@ -158,6 +158,13 @@ ADAPTER_TABLE: dict[str, dict[str, Any]] = {
                                       "is ignored and the LP is declared unbounded",
         },
     },
+    "linrax-hold": {
+        "atol": {"float32": 2e-4, "float64": 1e-7},
+        "known": {
+            ("*", "lp_badly_scaled"): "like linrax, the ratio test skips pivots <= pivot_tol (1e-4), so the row "
+                                      "scaled 1e-6 is ignored and the LP is declared unbounded",
+        },
+    },
     "qpax": {
         "atol": {"float32": 2e-3, "float64": 1e-5},
         "known": {

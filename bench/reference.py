@@ -3,8 +3,8 @@ cached on disk by content hash.
 
 For LP-1 the reference is ``ref_delta`` (HiGHS' optimum), ``truth`` (``supported`` when
 ``ref_delta <= reference_delta``) and ``ref_verdict`` (the verifier's verdict of HiGHS'
-own answer, as a cross-check); cases with ``0 < ref_delta < ambiguous_delta`` are marked
-``ambiguous``. For exits it is ``ref_exit``: HiGHS' ``t`` when verified, else 0 (an exit
+own answer, as a cross-check); cases with ``reference_delta < ref_delta <= ambiguous_delta``
+(unsupported by less than the witness tolerance) are marked ``ambiguous``. For exits it is ``ref_exit``: HiGHS' ``t`` when verified, else 0 (an exit
 LP of an unsupported scene is infeasible, and its checked exit is 0 by definition).
 """
 
@@ -24,7 +24,7 @@ from solvers import get
 from .verify import DEFAULT_TOLERANCES, Tolerances, verify_exit, verify_lp1, verify_qp
 
 CACHE_ENV = "CONTACTBENCH_CACHE"
-REFERENCE_VERSION = "2"
+REFERENCE_VERSION = "3"
 
 
 def default_cache_dir() -> Path:
@@ -77,7 +77,7 @@ def compute_reference(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES)
         checked = verify_lp1(batch, solution, tol)
         delta = solution.objective
         truth = np.where(delta <= tol.reference_delta, "supported", "unsupported")
-        ambiguous = (delta > tol.reference_delta) & (delta < tol.ambiguous_delta)
+        ambiguous = (delta > tol.reference_delta) & (delta <= tol.ambiguous_delta)
         return pd.DataFrame({"ref_delta": delta, "truth": truth, "ref_verdict": checked["verdict"],
                              "ambiguous": ambiguous})
     checked = verify_exit(batch, solution, tol)

@@ -132,7 +132,7 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
     rows = base_rows(cell, batch, ref, env, run_id)
     if batch.kind == "lp1":
         checked = verify_lp1(batch, solution, DEFAULT_TOLERANCES)
-        outcome = lp1_outcomes(checked["verdict"], ref["truth"])
+        outcome = lp1_outcomes(checked["verdict"], ref["truth"], ref.get("ambiguous"))
     elif batch.kind in problems.QP_KINDS:
         checked = verify_qp(batch, solution, DEFAULT_TOLERANCES)
         judged = qp_outcomes(checked, ref, DEFAULT_TOLERANCES)

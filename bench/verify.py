@@ -57,8 +57,10 @@ class Tolerances:
         (y scaled to unit max-norm).
     reference_delta : the float64 reference calls a case unsupported when its LP-1
         optimum delta exceeds this.
-    ambiguous_delta : reference cases with delta below this but above 0 by rounding are
-        labelled ``ambiguous`` in the rows (they sit on the boundary at float64).
+    ambiguous_delta : reference cases with ``reference_delta < delta <= ambiguous_delta`` are
+        ``ambiguous``: unsupported, but by less than the witness tolerance, so a witness
+        within ``residual`` exists (HiGHS' own answer passes the check). On them a
+        ``supported`` verdict is not counted as a false accept (default: ``residual``).
     exit_abs, exit_rel : an exit agrees with the reference within
         ``exit_abs + exit_rel * t_ref``.
     qp_residual : QP/SOCP primal residual allowed, relative to ``1 + max(|b_eq|, |b_ub|)``.
@@ -69,7 +71,7 @@ class Tolerances:
     negative: float = 1e-5
     certificate: float = 1e-5
     reference_delta: float = 1e-9
-    ambiguous_delta: float = 1e-7
+    ambiguous_delta: float = 1e-5
     exit_abs: float = 1e-4
     exit_rel: float = 1e-4
     qp_residual: float = 1e-5
@@ -161,12 +163,17 @@ def verify_exit(batch: ProblemBatch, solution: BatchSolution, tol: Tolerances = 
     return pd.concat([pd.DataFrame({"verdict": verdict, "t": t, "exit": exit_value}), wit], axis=1)
 
 
-def lp1_outcomes(verdict: pd.Series, truth: pd.Series) -> np.ndarray:
-    """Outcome per case from the verdict and the reference's truth (supported/unsupported)."""
+def lp1_outcomes(verdict: pd.Series, truth: pd.Series, ambiguous: pd.Series | None = None) -> np.ndarray:
+    """Outcome per case from the verdict and the reference's truth (supported/unsupported).
+
+    ``ambiguous`` (reference rows' column): unsupported by less than the witness tolerance;
+    there ``supported`` counts as correct (see ``Tolerances.ambiguous_delta``).
+    """
     v, t = np.asarray(verdict), np.asarray(truth)
+    amb = np.zeros(len(v), bool) if ambiguous is None else np.asarray(ambiguous, dtype=bool)
     return np.select(
-        [v == "failed", v == "uncertain", v == t, (v == "supported") & (t == "unsupported")],
-        ["failed", "uncertain", "correct", "false_accept"], default="false_reject",
+        [v == "failed", v == "uncertain", v == t, amb & (v == "supported"), (v == "supported") & (t == "unsupported")],
+        ["failed", "uncertain", "correct", "correct", "false_accept"], default="false_reject",
     )
 
 

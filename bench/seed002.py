@@ -1,0 +1,131 @@
+"""Seed 002's tables on this machine: the ``linrax-hold`` ablation and the reproduction.
+
+Both are ordinary runs (cells through ``bench.runner``, results as parquet under the run
+directory) followed by a table built from the rows:
+
+* ``ablation_cells``: ``linrax-hold`` with all measures on, then with each measure switched
+  off in turn, and published ``linrax``, float32, on planar near-boundary LP-1, cube-3d LP-1
+  (random and near-boundary) and planar exit LPs (where ``exit_cap`` acts);
+* ``reproduction_cells``: seed 002's sets (planar: 1,000 random with the disk and 416 near
+  the boundary; 3D: 768 random and 256 near-boundary cubes), LP-1 and exits, with the exact
+  test, ``linrax-hold`` float32, published ``linrax`` float32 and float64, and ``highs``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+import solvers
+
+from .grid import Cell
+
+#: (label, family, params) of the problem sets; sizes are the seed's.
+ABLATION_SETS = (
+    ("planar near-boundary LP-1", "near-boundary", {"kind": "lp1"}, 416),
+    ("cube-3d random LP-1", "cube-3d", {"kind": "lp1"}, 768),
+    ("cube-3d near-boundary LP-1", "near-boundary", {"kind": "lp1", "base": "cube-3d"}, 256),
+    ("planar exits (disk)", "planar-box", {"kind": "exit", "disk": True}, 256),
+)
+REPRODUCTION_SETS = (
+    ("planar random", "planar-box", {"disk": True}, 1000),
+    ("planar near-boundary", "near-boundary", {}, 416),
+    ("3D random", "cube-3d", {}, 768),
+    ("3D near-boundary", "near-boundary", {"base": "cube-3d"}, 256),
+)
+
+
+def ablation_specs() -> list[tuple[str, str]]:
+    """(row label, solver spec): all measures on, each measure off, published linrax."""
+    cls = solvers.adapters()["linrax-hold"]
+    rows = [("linrax-hold (all measures)", "linrax-hold")]
+    for measure, off in cls.MEASURES.items():
+        rows.append((f"without {measure}", f"linrax-hold[{measure}={off}]"))
+    rows.append(("published linrax", "linrax"))
+    return rows
+
+
+def ablation_cells(seed: int = 0, repeats: int = 3, scale: float = 1.0, device: str = "cpu") -> list[Cell]:
+    """Every (set, configuration) cell of the ablation, float32; ``scale`` shrinks the sets."""
+    return [Cell(fam, dict(params), max(8, int(n * scale)), seed, spec, "float32", device, repeats)
+            for _label, fam, params, n in ABLATION_SETS for _row, spec in ablation_specs()]
+
+
+def _set_label(row: pd.Series, sets) -> str:
+    """The label of the set a result row belongs to (same family and parameters)."""
+    params = json.loads(row["family_params"])
+    kind = params.pop("kind", "lp1")
+    for label, fam, set_params, _n in sets:
+        wanted = dict(set_params)
+        set_kind = wanted.pop("kind", None)
+        if row["family"] == fam and params == wanted and set_kind in (None, kind):
+            return label
+    return ""
+
+
+def ablation_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration, per set: correct / false_accept / uncertain / failed and ms per 256."""
+    rows = rows.copy()
+    rows["set"] = rows.apply(lambda r: _set_label(r, ABLATION_SETS), axis=1)
+    labels = dict((spec, label) for label, spec in ablation_specs())
+    rows["configuration"] = rows["solver_spec"].map(labels)
+    counts = pd.crosstab([rows["configuration"], rows["set"]], rows["outcome"])
+    for col in ("correct", "false_accept", "uncertain", "failed"):
+        if col not in counts:
+            counts[col] = 0
+    timing = rows.groupby(["configuration", "set"])["ms_per_256"].median()
+    table = counts[["correct", "false_accept", "uncertain", "failed"]].join(timing.rename("ms_per_256"))
+    table.insert(0, "n", counts.sum(axis=1))
+    order = {label: i for i, (label, _spec) in enumerate(ablation_specs())}
+    table = table.reset_index()
+    table["_o"] = table["configuration"].map(order)
+    set_order = {label: i for i, (label, *_rest) in enumerate(ABLATION_SETS)}
+    table["_s"] = table["set"].map(set_order)
+    return table.sort_values(["_s", "_o"]).drop(columns=["_o", "_s"]).reset_index(drop=True)
+
+
+def reproduction_specs() -> list[tuple[str, str]]:
+    """(solver spec, dtype) of the reproduction."""
+    return [("exact-planar", "float32"), ("linrax-hold", "float32"), ("linrax", "float32"),
+            ("linrax", "float64"), ("highs", "float64")]
+
+
+def reproduction_cells(seed: int = 0, repeats: int = 3, scale: float = 1.0, device: str = "cpu") -> list[Cell]:
+    """LP-1 and exit cells of every reproduction set x solver (exact test: planar LP-1 only)."""
+    cells = []
+    for _label, fam, params, n in REPRODUCTION_SETS:
+        planar = params.get("base", "planar-box") == "planar-box" and fam != "cube-3d"
+        for kind in ("lp1", "exit"):
+            for spec, dtype in reproduction_specs():
+                if spec == "exact-planar" and (kind != "lp1" or not planar or params.get("disk")):
+                    continue
+                cells.append(Cell(fam, {**params, "kind": kind}, max(8, int(n * scale)), seed, spec, dtype,
+                                  device if spec != "highs" else "cpu", repeats))
+    return cells
+
+
+def reproduction_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per set and solver: LP-1 right / uncertain / false accepts / failed, exits right of
+    total, and ms per 256 scenes for LP-1 and for LP-1 plus the exits (the "LP with margins")."""
+    rows = rows.copy()
+    rows["set"] = rows.apply(lambda r: _set_label(r, REPRODUCTION_SETS), axis=1)
+    rows["who"] = rows["solver_label"] + " " + rows["dtype"]
+    out = []
+    for (label, who), grp in rows.groupby(["set", "who"], sort=False):
+        lp1 = grp[grp["kind"] == "lp1"]
+        ex = grp[grp["kind"] == "exit"]
+        c1 = lp1["outcome"].value_counts()
+        ce = ex["outcome"].value_counts()
+        ms1 = lp1["ms_per_256"].median() if len(lp1) else float("nan")
+        mse = ex["ms_per_256"].median() if len(ex) else float("nan")
+        out.append({"set": label, "solver": who, "cases": len(lp1), "right": c1.get("correct", 0),
+                    "uncertain": c1.get("uncertain", 0), "false_accept": c1.get("false_accept", 0),
+                    "false_reject": c1.get("false_reject", 0), "failed": c1.get("failed", 0),
+                    "exits_right": f"{ce.get('correct', 0)}/{len(ex)}" if len(ex) else "",
+                    "exit_false_accept": ce.get("false_accept", 0) if len(ex) else "",
+                    "ms_per_256_lp1": ms1, "ms_per_256_with_margins": ms1 + mse if len(ex) else float("nan")})
+    table = pd.DataFrame(out)
+    set_order = {label: i for i, (label, *_r) in enumerate(REPRODUCTION_SETS)}
+    return table.sort_values(["set", "solver"], key=lambda s: s.map(set_order) if s.name == "set" else s
+                             ).reset_index(drop=True)
