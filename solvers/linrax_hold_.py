@@ -10,9 +10,10 @@ was checked against. None of linrax's code is copied here.
 
 Measures (seed 002 §6), each a boolean setting unless stated:
 
-* ``cap`` (int, 300; 0 = off): at most this many pivots per phase. Under ``vmap`` the loop
-  runs until the slowest LP of the batch finishes, so one cycling LP would hang the batch.
-  A capped LP ends ``MAX_ITER`` (its answer is verified like any other).
+* ``cap``: at most ``max_pivots`` (300) pivots per phase. Under ``vmap`` the loop runs until
+  the slowest LP of the batch finishes, so one cycling LP would hang the batch. A capped LP
+  ends ``MAX_ITER`` (phase 1 included: a phase 1 stopped by the cap is not "infeasible"),
+  and its answer is verified like any other.
 * ``bland``: Bland's leaving rule, ties in the ratio test go to the basic variable with
   the lowest index (linrax takes the lowest row, which does not rule out cycling).
 * ``artificial_ge``: artificial variables still basic in phase 2 are recognised with
@@ -26,9 +27,9 @@ Measures (seed 002 §6), each a boolean setting unless stated:
 * ``exit_cap``: exit LPs keep the cap row ``t / T <= 1`` with ``T = 10`` as generated; off,
   the row (recognised as the single-entry row ``t / 10 <= 1``) is rewritten with seed
   002's first ``T = 1000``.
-* ``reinvert`` (int, 2; 0 = off): after phase 2, rebuild the tableau from the final basis
+* ``reinvert``: after phase 2, rebuild the tableau from the final basis
   (``B^-1 A`` and ``B^-1 b`` computed fresh, reduced costs ``c - A^T B^-T c_B``) and continue,
-  up to this many times. A fresh ``B^-1 b`` can show that the basis float32 pivoting called
+  ``reinversions`` (2) times. A fresh ``B^-1 b`` can show that the basis float32 pivoting called
   feasible is not (negative weights); dual simplex pivots restore primal feasibility first
   (the basis is still dual feasible), then primal pivots continue with the optimality
   tolerance ``pivot_tol / 100`` (fresh reduced costs are accurate enough for it), so the
@@ -133,7 +134,7 @@ def _pivot_loop(settings: dict, optimality_tol: float | None = None):
     import jax.numpy as jnp
     from linrax.optim import SimplexStep
 
-    cap = int(settings["cap"])
+    cap = int(settings["max_pivots"]) if settings["cap"] else 0
     bland = bool(settings["bland"])
     ge = bool(settings["artificial_ge"])
 
@@ -210,23 +211,25 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
     GENERAL_BOUNDS = False
     INSTALL_HINT = f"pip install 'linrax=={LINRAX_VERSION}' jax"
     OPTIONS = {
-        "cap": Option(int, 300, "pivots per phase at most (0 = no cap)"),
+        "cap": Option(bool, True, "cap the pivots per phase (at max_pivots)"),
+        "max_pivots": Option(int, 300, "the cap: pivots per phase at most"),
         "bland": Option(bool, True, "Bland's leaving rule (lowest basic index among ratio ties)"),
         "artificial_ge": Option(bool, True, "recognise basic artificials with >= (linrax: >)"),
         "spread": Option(bool, True, "Householder-spread the equality right-hand side"),
         "recompute": Option(bool, True, "recompute the primal from the final basis"),
         "pivot_tol": Option(float, 1e-4, "smallest pivot and optimality tolerance (linrax default 1e-6)"),
         "exit_cap": Option(bool, True, "keep exit caps at T = 10 (off: T = 1000)"),
-        "reinvert": Option(int, 2, "reinversions after phase 2 (0 = off)"),
+        "reinvert": Option(bool, True, "rebuild the tableau from the final basis and continue"),
+        "reinversions": Option(int, 2, "how many times reinvert rebuilds"),
         "small_witness": Option(bool, True, "among optimal vertices, move to one with the smallest sum(x)"),
         "device": _jax.JaxBatchedAdapter.device_option(),
     }
-    SETTINGS = {"default": {}, "published": {"cap": 0, "bland": False, "artificial_ge": False, "spread": False,
-                                             "recompute": False, "pivot_tol": 1e-6, "reinvert": 0,
+    SETTINGS = {"default": {}, "published": {"cap": False, "bland": False, "artificial_ge": False, "spread": False,
+                                             "recompute": False, "pivot_tol": 1e-6, "reinvert": False,
                                              "small_witness": False}}
     #: the measures ``contactbench ablate`` switches off one at a time, with their "off" values.
-    MEASURES = {"cap": 0, "bland": False, "artificial_ge": False, "spread": False, "recompute": False,
-                "pivot_tol": 1e-6, "exit_cap": False, "reinvert": 0, "small_witness": False}
+    MEASURES = {"cap": False, "bland": False, "artificial_ge": False, "spread": False, "recompute": False,
+                "pivot_tol": 1e-6, "exit_cap": False, "reinvert": False, "small_witness": False}
 
     @classmethod
     def check_available(cls) -> None:
@@ -285,14 +288,15 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         basis = sol.basis
         bounded = kind.bounded[0]
         tableau = sol.tableau
-        opt_tol = tol / 100 if s["reinvert"] else tol
+        rounds = int(s["reinversions"]) if s["reinvert"] else 0
+        opt_tol = tol / 100 if rounds else tol
         loop = _pivot_loop(s, opt_tol)
-        dual = _dual_loop(int(s["cap"]) or 10_000, tol, tol / 100)
-        for _ in range(int(s["reinvert"])):
-            B = A_full[:, basis]
-            body = jnp.linalg.solve(B, jnp.concatenate([A_std, b_std[:, None]], axis=1))
+        dual = _dual_loop(int(s["max_pivots"]) if s["cap"] else 10_000, tol, tol / 100)
+        for _ in range(rounds):
+            B_inv = jnp.linalg.inv(A_full[:, basis])  # one factorisation per reinversion
+            body = B_inv @ jnp.concatenate([A_std, b_std[:, None]], axis=1)
             c_B = jnp.concatenate([c_std, jnp.zeros(m, c.dtype)])[basis]
-            y_ = jnp.linalg.solve(B.T, c_B)
+            y_ = B_inv.T @ c_B
             cost = jnp.concatenate([c_std - A_std.T @ y_, -(b_std @ y_)[None]])
             fresh = jnp.concatenate([body, cost[None, :]], axis=0)
             go = feasible & bounded
@@ -308,46 +312,51 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             bounded = jnp.where(go & ~stuck, st.bounded[0], bounded)
         optimal = feasible & bounded & ~jnp.any(tableau[-1, :-1] < -opt_tol) & ~jnp.any(tableau[:m, -1] < -tol)
         if s["small_witness"]:
-            basis = self._small_witness(loop, A_full, A_std, b_std, c_std, basis, tableau[-1, :-1], optimal,
-                                        n, opt_tol, tol)
+            basis, tableau = self._small_witness(loop, A_full, A_std, b_std, basis, tableau, optimal, n, opt_tol, tol)
+        B = A_full[:, basis]  # the final basis: primal (recompute) and dual, by solves (more accurate than inv)
         if s["recompute"]:
-            x_B = jnp.linalg.solve(A_full[:, basis], b_std)
-            x_all = jnp.zeros(n_std + m, c.dtype).at[basis].set(x_B)
-            x = x_all[:n]
+            x = jnp.zeros(n_std + m, c.dtype).at[basis].set(jnp.linalg.solve(B, b_std))[:n]
+        elif rounds or s["small_witness"]:
+            x = jnp.zeros(n_std + m, c.dtype).at[basis].set(tableau[:m, -1])[:n]
         else:
-            x = jnp.zeros(n_std + m, c.dtype).at[basis].set(tableau[:m, -1])[:n] if s["reinvert"] else sol.x[:n]
+            x = sol.x[:n]
         phase2 = jnp.concatenate([c_std, jnp.zeros(m, c.dtype)])
         phase1 = jnp.concatenate([jnp.zeros(n_std, c.dtype), jnp.ones(m, c.dtype)])
         costs = jnp.where(feasible, phase2, phase1)
-        y = flip * jnp.linalg.solve(A_full[:, basis].T, costs[basis])
+        y = flip * jnp.linalg.solve(B.T, costs[basis])
+        # infeasible only when phase 1 ended optimal; a phase 1 stopped by the cap is MAX_ITER
+        phase1_done = ~jnp.any(phase1 - A_full.T @ (flip * y) < -tol)
         y_eq = H @ y[:m_eq]  # H is symmetric: y = H^T y' = H y'
-        code = jnp.where(~feasible, 0, jnp.where(~bounded, 1, jnp.where(optimal, 3, 2))).astype(jnp.int32)
+        code = jnp.where(~feasible, jnp.where(phase1_done, 0, 2),
+                         jnp.where(~bounded, 1, jnp.where(optimal, 3, 2))).astype(jnp.int32)
         return x, y_eq, y[m_eq:], code, jnp.int32(-1)
 
     @staticmethod
-    def _small_witness(loop, A_full, A_std, b_std, c_std, basis, reduced, optimal, n, opt_tol, tol):
+    def _small_witness(loop, A_full, A_std, b_std, basis, tableau, optimal, n, opt_tol, tol):
         """From an optimal basis, primal pivots on the secondary cost ``sum(x[:n])`` with every
-        column of positive main reduced cost barred from entering; returns the new basis."""
+        column of positive main reduced cost (last row of ``tableau``) barred from entering;
+        returns the new basis and its tableau (unchanged when the phase does not apply)."""
         import jax.numpy as jnp
         from linrax import optim
 
         m, n_std = A_std.shape
-        B = A_full[:, basis]
-        body = jnp.linalg.solve(B, jnp.concatenate([A_std, b_std[:, None]], axis=1))
+        reduced = tableau[-1, :-1]
+        B_inv = jnp.linalg.inv(A_full[:, basis])
+        body = B_inv @ jnp.concatenate([A_std, b_std[:, None]], axis=1)
         e = jnp.concatenate([jnp.ones(n, A_std.dtype), jnp.zeros(n_std - n, A_std.dtype)])
         e_B = jnp.concatenate([e, jnp.zeros(m, A_std.dtype)])[basis]
-        w = jnp.linalg.solve(B.T, e_B)
+        w = B_inv.T @ e_B
         secondary = e - A_std.T @ w
         barred = reduced > opt_tol  # entering these would raise the main objective
         secondary = jnp.where(barred, jnp.asarray(1e20, A_std.dtype), secondary)
         cost = jnp.concatenate([secondary, -(b_std @ w)[None]])
-        tableau = jnp.concatenate([body, cost[None, :]], axis=0)
+        tableau_2 = jnp.concatenate([body, cost[None, :]], axis=0)
         x0 = jnp.zeros(n_std, A_std.dtype).at[basis].set(body[:, -1], mode="drop")
         feasible_basis = optimal & ~jnp.any(body[:, -1] < -tol)
         st = optim.SimplexSolutionType(feasible_basis.reshape(1), jnp.array([True]))
-        step, st = loop(optim.SimplexStep(tableau, basis, x0), st, 1, tol)
+        step, st = loop(optim.SimplexStep(tableau_2, basis, x0), st, 1, tol)
         keep = feasible_basis & st.bounded[0] & ~jnp.any(step.tableau[:m, -1] < -tol)
-        return jnp.where(keep, step.basis, basis)
+        return jnp.where(keep, step.basis, basis), jnp.where(keep, step.tableau, tableau)
 
     def status_of(self, code):
         """0 infeasible, 1 unbounded, 2 stopped by the cap (not optimal), 3 optimal."""
