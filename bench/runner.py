@@ -128,8 +128,8 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
         env = {**env, "env_jax_devices": jax_devices()}
         return failed_rows(cell, batch, ref, env, run_id, type(exc).__name__,
                            f"{exc}\n{traceback.format_exc()}")
-    env = {**env, "env_jax_devices": jax_devices()}  # after the solve: its import is not timed
-    rows = base_rows(cell, batch, ref, env, run_id)
+    env = {**env, "env_jax_devices": jax_devices(), "env_xla_flags": os.environ.get("XLA_FLAGS", "")}
+    rows = base_rows(cell, batch, ref, env, run_id)  # (env after the solve: its import is not timed)
     if batch.kind == "lp1":
         checked = verify_lp1(batch, solution, DEFAULT_TOLERANCES)
         outcome = lp1_outcomes(checked["verdict"], ref["truth"], ref.get("ambiguous"))
@@ -191,13 +191,36 @@ def _serve(conn) -> None:
         conn.send(answer)
 
 
+#: XLA flag given to worker processes: XLA's multi-threaded Eigen pool on CPU intermittently
+#: wedges (every thread idle, ``block_until_ready`` never returns) on large vmapped while
+#: loops; we saw it twice on linrax-hold exit batches. Single-threaded Eigen avoids it and
+#: cost no measurable time on these problems. A user's own XLA_FLAGS setting of it wins.
+WORKER_XLA_FLAG = "--xla_cpu_multi_thread_eigen=false"
+
+
+def worker_xla_flags(current: str | None) -> str:
+    """XLA_FLAGS for a worker: the user's, plus ``WORKER_XLA_FLAG`` unless they set it."""
+    current = current or ""
+    if "xla_cpu_multi_thread_eigen" in current:
+        return current
+    return f"{current} {WORKER_XLA_FLAG}".strip()
+
+
 class _Worker:
     """One reusable worker process (see module docstring); ``run`` returns (state, reason)."""
 
     def __init__(self, ctx) -> None:
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_serve, args=(child,), daemon=True)
-        self.proc.start()
+        saved = os.environ.get("XLA_FLAGS")
+        os.environ["XLA_FLAGS"] = worker_xla_flags(saved)  # inherited by the spawned worker
+        try:
+            self.proc.start()
+        finally:
+            if saved is None:
+                os.environ.pop("XLA_FLAGS", None)
+            else:
+                os.environ["XLA_FLAGS"] = saved
         child.close()
 
     def run(self, job: tuple, timeout: float) -> tuple[str, str]:
