@@ -196,6 +196,11 @@ def _serve(conn) -> None:
 #: loops; we saw it twice on linrax-hold exit batches. Single-threaded Eigen avoids it and
 #: cost no measurable time on these problems. A user's own XLA_FLAGS setting of it wins.
 WORKER_XLA_FLAG = "--xla_cpu_multi_thread_eigen=false"
+#: a worker that uses no CPU for this long while it holds a job is wedged (seen with XLA on
+#: CPU: every thread waits, ``block_until_ready`` never returns); it is killed and the cell
+#: retried once in a fresh worker. ``STALL_POLL``: seconds between checks.
+STALL_SECONDS = 30.0
+STALL_POLL = 2.0
 
 
 def worker_xla_flags(current: str | None) -> str:
@@ -223,12 +228,33 @@ class _Worker:
                 os.environ["XLA_FLAGS"] = saved
         child.close()
 
-    def run(self, job: tuple, timeout: float) -> tuple[str, str]:
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU seconds of the worker (Linux ``/proc``), None where unknown."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def run(self, job: tuple, timeout: float, stall: float | None = None) -> tuple[str, str]:
+        """Send a job and wait for it: ``done``, ``timeout``, ``stalled`` (no CPU used for
+        ``stall`` seconds: a wedged runtime, see ``WORKER_XLA_FLAG``) or ``crashed``."""
+        stall = STALL_SECONDS if stall is None else stall
         try:
             self.conn.send(job)
-            if not self.conn.poll(timeout):
-                self.kill()
-                return "timeout", f"cell exceeded the {timeout:g} s timeout and was killed"
+            started = time.monotonic()
+            last_cpu, last_change = self.cpu_seconds(), time.monotonic()
+            while not self.conn.poll(min(STALL_POLL, max(timeout - (time.monotonic() - started), 0.0))):
+                now = time.monotonic()
+                if now - started >= timeout:
+                    self.kill()
+                    return "timeout", f"cell exceeded the {timeout:g} s timeout and was killed"
+                cpu = self.cpu_seconds()
+                if cpu is None or last_cpu is None or cpu - last_cpu > 0.05:
+                    last_cpu, last_change = cpu, now
+                elif now - last_change >= stall:
+                    self.kill()
+                    return "stalled", f"worker used no CPU for {stall:g} s (wedged) and was killed"
             answer = self.conn.recv()
         except (EOFError, OSError, BrokenPipeError):
             self.proc.join(5)
@@ -312,6 +338,11 @@ def _run_one(cell: Cell, run_dir: Path, run_id: str, timeout: float, resume: boo
         job = (cell.to_dict(), env, run_id, str(path), str(log), str(cache_dir) if cache_dir else None,
                str(run_dir / "batches"))
         state, reason = worker.run(job, timeout)
+        if state == "stalled":  # wedged, not slow: once more in a fresh worker
+            worker = workers[cell.dtype] = _Worker(ctx)
+            state, reason = worker.run(job, timeout)
+            if state != "done":
+                reason = f"{reason} (also on a retry in a fresh worker)"
         if state == "done" and not path.exists():
             state, reason = "crashed", "worker answered without writing results"
         if state != "done":

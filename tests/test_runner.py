@@ -91,3 +91,23 @@ def test_resume_after_kill_loses_and_duplicates_nothing(tmp_path):
     rows = report.load_runs([run_dir])
     assert len(rows) == 2 * N and not rows.duplicated(["cell_id", "lp_index"]).any()
     assert (rows["outcome"] == "correct").all()
+
+
+def test_workers_get_single_threaded_eigen_unless_the_user_chose():
+    from bench.runner import WORKER_XLA_FLAG, worker_xla_flags
+
+    assert worker_xla_flags(None) == WORKER_XLA_FLAG
+    assert worker_xla_flags("--xla_dump_to=/tmp/x") == f"--xla_dump_to=/tmp/x {WORKER_XLA_FLAG}"
+    assert worker_xla_flags("--xla_cpu_multi_thread_eigen=true") == "--xla_cpu_multi_thread_eigen=true"
+
+
+def test_a_wedged_worker_is_detected_retried_once_and_recorded(tmp_path, fake_plugins, monkeypatch):
+    # fake-hang sleeps forever: no CPU used, like XLA's wedged thread pool
+    monkeypatch.setattr(runner, "STALL_SECONDS", 3.0)
+    cells, _ = grid.expand(["planar-box"], ["fake-hang", "highs"], ["float64"], ["cpu"], [N], 0, 1)
+    results = runner.run_cells(cells, tmp_path / "run", "t", timeout=120)
+    states = {r.cell.solver: r.state for r in results}
+    assert states == {"fake-hang": "stalled", "highs": "done"}
+    hang = [r for r in results if r.cell.solver == "fake-hang"][0]
+    assert hang.seconds < 60 and "also on a retry" in hang.reason
+    assert (hang.rows["outcome"] == "failed").all()
