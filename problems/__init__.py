@@ -131,15 +131,11 @@ register_family(Family(
 ))
 
 
-def _humanoid_batch(name: str, qps, meta, kind: str, params: dict[str, Any]) -> ProblemBatch:
-    return qp_batch(name, qps, meta, kind, params)
-
-
 register_family(Family(
     "humanoid",
     "humanoid (TALOS, 38 dof) gravity compensation in single/double support (seed 001): "
     "min |tau|^2 + eps |f|^2 s.t. statics, f_z >= 0, optional friction pyramids and torque limits",
-    humanoid.sample, cube.AXES, kinds=("qp",), build=_humanoid_batch, structures={"qp": "humanoid-qp"},
+    humanoid.sample, cube.AXES, kinds=("qp",), build=qp_batch, structures={"qp": "humanoid-qp"},
     unavailable=humanoid.model_reason, default_kind="qp",
 ))
 

@@ -128,9 +128,6 @@ class AltProjAdapter(_jax.JaxBatchedAdapter, Adapter):
                                + ", ".join(reasons))
         return super().prepare(problem)
 
-    def one_case(self, c, A_eq, b_eq, A_ub, b_ub, P=None, lb=None, bounded=()):  # pragma: no cover - traced
-        raise NotImplementedError("altproj traces its own case function (it needs the cones)")
-
     def _case_fn(self, cones: np.ndarray):
         import jax
         import jax.numpy as jnp
