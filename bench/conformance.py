@@ -99,6 +99,8 @@ CASES: list[Case] = [
     Case("lp_beale_cycling", "Beale's example: textbook simplex cycles without anti-cycling",
          [-0.75, 20, -0.5, 6], *_none(4), [[0.25, -8, -1, 9], [0.5, -12, -0.5, 3], [0, 0, 1, 0]], [0, 0, 1],
          objective=-1.25, x=[1, 0, 1, 0], y_ub=[0, -1.5, -1.25]),
+    Case("lp_artificial_left_basic", "x1 = 0 written -x1 = 0 (phase 1 ends with that row's artificial basic at 0), "
+         "x1 + x2 <= 1", [-2, -1], [[-1, 0]], [0], [[1, 1]], [1], objective=-1.0, x=[0, 1]),
     Case("lp_degenerate_vertex", "three constraints through one optimal vertex (primal degenerate)",
          [-1, -1], *_none(2), [[1, 0], [0, 1], [1, 1]], [1, 1, 2], objective=-2.0, x=[1, 1]),
     Case("lp_redundant_eq_rows", "linearly dependent equality rows", [1, 2, 3],
@@ -156,6 +158,9 @@ ADAPTER_TABLE: dict[str, dict[str, Any]] = {
         "known": {
             ("*", "lp_badly_scaled"): "linrax's ratio test skips pivots <= dual_tol (1e-6), so the row scaled 1e-6 "
                                       "is ignored and the LP is declared unbounded",
+            ("*", "lp_artificial_left_basic"): "linrax 0.3.0 marks basic artificials in phase 2 with '>' and misses "
+                                               "the first (its index equals the right-hand-side column's): it "
+                                               "returns x = (1, 0), violating x1 = 0, and calls it optimal",
         },
     },
     "linrax-hold": {

@@ -138,23 +138,39 @@ def _pivot_loop(settings: dict, optimality_tol: float | None = None):
     bland = bool(settings["bland"])
     ge = bool(settings["artificial_ge"])
 
+    def marked(tableau, basis, num_cost_rows):
+        """The tableau's body columns, rows of basic artificials taken by absolute value."""
+        body = tableau[:-num_cost_rows, :-1]
+        n_cols = tableau.shape[1] - 1
+        artificial = basis >= n_cols if ge else basis > n_cols
+        return jnp.where(artificial[:, None], jnp.abs(body), body)
+
+    def candidates(tableau, basis, num_cost_rows, dual_tol, opt_tol):
+        """Columns that may enter: reduced cost < -opt_tol. When the optimality tolerance is finer
+        than the pivot tolerance (after reinversion), a column whose reduced cost lies between
+        the two and that has no pivot > dual_tol (a ray: e.g. contact forces that cancel) is
+        rounding noise, not a descent direction; it may not enter (it would make a bounded LP
+        "unbounded")."""
+        reduced = tableau[-1, :-1]
+        if opt_tol >= dual_tol:
+            return reduced < -opt_tol
+        has_pivot = jnp.any(marked(tableau, basis, num_cost_rows) > dual_tol, axis=0)
+        return (reduced < -opt_tol) & (has_pivot | (reduced < -dual_tol))
+
     def simplex(step, sol_type, num_cost_rows, dual_tol):
         opt_tol = dual_tol if optimality_tol is None else optimality_tol
 
         def needed(state):
             step, feasible, bounded, it = state
-            go = jnp.any(step.tableau[-1, :-1] < -opt_tol) & feasible[0] & bounded[0]
+            go = jnp.any(candidates(step.tableau, step.basis, num_cost_rows, dual_tol, opt_tol)) & feasible[0] & bounded[0]
             return go & (it < cap) if cap > 0 else go
 
         def pivot(state):
             step, feasible, bounded, it = state
             tableau = step.tableau
-            n_cols = tableau.shape[1] - 1
-            # entering: lowest index with a negative reduced cost (linrax's rule, unchanged)
-            entering = jnp.argmax(tableau[-1, :-1] < -opt_tol)
-            rates = tableau[:-num_cost_rows, entering]
-            artificial = step.basis >= n_cols if ge else step.basis > n_cols
-            rates = jnp.where(artificial, jnp.abs(rates), rates)
+            # entering: lowest index that may enter (linrax's rule, noise rays excluded)
+            entering = jnp.argmax(candidates(tableau, step.basis, num_cost_rows, dual_tol, opt_tol))
+            rates = marked(tableau, step.basis, num_cost_rows)[:, entering]
             ok = rates > dual_tol
             ratios = jnp.where(ok, tableau[:-num_cost_rows, -1] / jnp.where(ok, rates, 1.0), jnp.inf)
             ties = ratios <= jnp.min(ratios) + 1e-6  # linrax's tie tolerance, kept
@@ -176,6 +192,12 @@ def _pivot_loop(settings: dict, optimality_tol: float | None = None):
         sol_type.feasible, sol_type.bounded = feasible, bounded
         return step, sol_type
 
+    def improvable(tableau, basis, dual_tol):
+        """Whether a phase-2 tableau still has a column that may enter (not optimal yet)."""
+        opt_tol = dual_tol if optimality_tol is None else optimality_tol
+        return jnp.any(candidates(tableau, basis, 1, dual_tol, opt_tol))
+
+    simplex.improvable = improvable
     return simplex
 
 
@@ -222,6 +244,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         "reinvert": Option(bool, True, "rebuild the tableau from the final basis and continue"),
         "reinversions": Option(int, 2, "how many times reinvert rebuilds"),
         "small_witness": Option(bool, True, "among optimal vertices, move to one with the smallest sum(x)"),
+        "chunk": _jax.JaxBatchedAdapter.chunk_option(1024),
         "device": _jax.JaxBatchedAdapter.device_option(),
     }
     SETTINGS = {"default": {}, "published": {"cap": False, "bland": False, "artificial_ge": False, "spread": False,
@@ -299,18 +322,18 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             y_ = B_inv.T @ c_B
             cost = jnp.concatenate([c_std - A_std.T @ y_, -(b_std @ y_)[None]])
             fresh = jnp.concatenate([body, cost[None, :]], axis=0)
-            go = feasible & bounded
+            go = feasible  # an 'unbounded' ray is re-examined on the fresh tableau too
             fixed, basis_fixed, stuck = dual(fresh, basis)
             tableau = jnp.where(go, fixed, tableau)
             basis = jnp.where(go, basis_fixed, basis)
             x0 = jnp.zeros(n_std, c.dtype).at[basis].set(tableau[:m, -1], mode="drop")
             step = optim.SimplexStep(tableau, basis, x0)
-            st = optim.SimplexSolutionType((go & ~stuck).reshape(1), bounded.reshape(1))
+            st = optim.SimplexSolutionType((go & ~stuck).reshape(1), jnp.array([True]))
             step, st = loop(step, st, 1, tol)
             basis = jnp.where(go, step.basis, basis)
             tableau = jnp.where(go, step.tableau, tableau)
             bounded = jnp.where(go & ~stuck, st.bounded[0], bounded)
-        optimal = feasible & bounded & ~jnp.any(tableau[-1, :-1] < -opt_tol) & ~jnp.any(tableau[:m, -1] < -tol)
+        optimal = feasible & bounded & ~loop.improvable(tableau, basis, tol) & ~jnp.any(tableau[:m, -1] < -tol)
         if s["small_witness"]:
             basis, tableau = self._small_witness(loop, A_full, A_std, b_std, basis, tableau, optimal, n, opt_tol, tol)
         B = A_full[:, basis]  # the final basis: primal (recompute) and dual, by solves (more accurate than inv)

@@ -139,3 +139,120 @@ def test_ablation_and_reproduction_tables_count_per_configuration():
     assert {(c.solver, c.dtype) for c in rcells} >= {("linrax-hold", "float32"), ("linrax", "float64"),
                                                       ("highs", "float64"), ("exact-planar", "float32")}
     assert all(c.kind == "lp1" for c in rcells if c.solver == "exact-planar")
+
+
+def _lp(c, A_eq, b_eq, A_ub, b_ub):
+    """One generic LP as a batch of one (arrays with a leading axis of 1)."""
+    return tuple(np.asarray(a, dtype=float)[None] for a in (c, A_eq, b_eq, A_ub, b_ub))
+
+
+# min -2 x1 - x2  s.t.  -x1 = 0, x1 + x2 <= 1: phase 1 ends with the first row's artificial
+# basic at 0, the artificial whose index equals the right-hand-side column's after phase 1.
+ARTIFICIAL_LP = ([-2, -1], [[-1, 0]], [0], [[1, 1]], [1])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_artificial_ge_keeps_a_basic_artificial_out_of_phase_2(dtype):
+    lp = _lp(*ARTIFICIAL_LP)
+    right = solvers.get("linrax-hold", dtype=dtype).solve_batch(*lp)
+    assert right.status[0] == Status.OPTIMAL
+    np.testing.assert_allclose(right.x[0], [0.0, 1.0], atol=1e-6)
+    # with linrax's '>' the artificial grows in phase 2: x1 = 1 breaks -x1 = 0, called optimal
+    wrong = solvers.get("linrax-hold", dtype=dtype, artificial_ge=False).solve_batch(*lp)
+    assert wrong.status[0] == Status.OPTIMAL
+    np.testing.assert_allclose(wrong.x[0], [1.0, 0.0], atol=1e-6)
+    published = solvers.get("linrax", dtype=dtype).solve_batch(*lp)  # the same bug, as published
+    np.testing.assert_allclose(published.x[0], [1.0, 0.0], atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_spread_hides_the_artificial_bug_on_one_row_order_not_on_the_other(dtype):
+    # seed 002: spread "first worked around the artificial-row bug". It does on this LP, with
+    # artificial_ge off: every spread right-hand side is positive, no artificial stays basic.
+    lp = _lp([-2, -1, 0], [[-1, 0, 0], [0, 0, 1]], [0, 1], [[1, 1, 0]], [1])
+    spread = solvers.get("linrax-hold", dtype=dtype, artificial_ge=False).solve_batch(*lp)
+    plain = solvers.get("linrax-hold", dtype=dtype, artificial_ge=False, spread=False).solve_batch(*lp)
+    assert spread.objective[0] == pytest.approx(-1.0, abs=1e-5)  # right (HiGHS: -1)
+    assert plain.objective[0] == pytest.approx(-2.0, abs=1e-5)  # x1 = 1 breaks -x1 = 0
+    # ... but it is no cure: the same LP with its equality rows swapped goes wrong only when spread
+    swapped = _lp([-2, -1, 0], [[0, 0, 1], [-1, 0, 0]], [1, 0], [[1, 1, 0]], [1])
+    spread = solvers.get("linrax-hold", dtype=dtype, artificial_ge=False).solve_batch(*swapped)
+    plain = solvers.get("linrax-hold", dtype=dtype, artificial_ge=False, spread=False).solve_batch(*swapped)
+    assert spread.objective[0] == pytest.approx(-2.0, abs=1e-5)
+    assert plain.objective[0] == pytest.approx(-1.0, abs=1e-5)
+    full = solvers.get("linrax-hold", dtype=dtype).solve_batch(*swapped)
+    assert full.objective[0] == pytest.approx(-1.0, abs=1e-5)
+
+
+# Two LPs (min c x, A_ub x <= b_ub, x >= 0; four rows through the origin) on which linrax's rule
+# (lowest-index entering, lowest *row* leaving among ratio ties) cycles in float64; found by a
+# random search over degenerate LPs. Optima (HiGHS): -2 and -3.
+CYCLING_LPS = [
+    ([1, -2, -2, 3, 3, 2, 1],
+     [[3, 1, -2, 0, -3, 0, 3], [1, -2, 0, 0, 0, 2, 0], [2, -3, 0, 1, -1, 0, 0], [2, 0, 0, -2, 2, 3, -2],
+      [2, 1, 1, 2, 2, 3, 1]], -2.0),
+    ([0, 0, 1, -3, 3, 0, -2],
+     [[0, -3, 0, -3, -1, 0, 1], [-1, -2, 0, 0, 0, 3, 2], [0, -2, 0, 0, 2, -3, 3], [1, 2, 0, 0, -1, 1, 2],
+      [3, 1, 3, 1, 1, 4, 1]], -3.0),
+]
+
+
+def _cycling_batch(extra: int = 6):
+    """The two cycling LPs followed by ``extra`` LPs of the same rows with other costs."""
+    rng = np.random.default_rng(7)
+    cs = [np.array(c, float) for c, _, _ in CYCLING_LPS]
+    rows = [np.array(A, float) for _, A, _ in CYCLING_LPS]
+    for i in range(extra):
+        cs.append(rng.integers(-3, 4, size=7).astype(float))
+        rows.append(rows[i % 2])
+    b_ub = np.zeros((len(cs), 5))
+    b_ub[:, -1] = 1.0
+    return np.stack(cs), np.zeros((len(cs), 0, 7)), np.zeros((len(cs), 0)), np.stack(rows), b_ub
+
+
+def test_bland_ends_the_cycle_and_the_cap_keeps_the_batch_answering():
+    from scipy.optimize import linprog
+
+    arrays = _cycling_batch()
+    expected = np.array([linprog(c, A_ub=A, b_ub=b, method="highs").fun
+                         for c, A, b in zip(arrays[0], arrays[3], arrays[4])])
+    np.testing.assert_allclose(expected[:2], [c[2] for c in CYCLING_LPS], atol=1e-9)
+    full = solvers.get("linrax-hold", dtype="float64").solve_batch(*arrays)
+    assert (full.status == Status.OPTIMAL).all()
+    np.testing.assert_allclose(full.objective, expected, atol=1e-9)
+    # lowest-row leaving: the two cycle (still at 2,000 pivots), the cap stops them, the rest answer
+    cycling = solvers.get("linrax-hold", dtype="float64", bland=False, max_pivots=2000).solve_batch(*arrays)
+    assert list(cycling.status[:2]) == [Status.MAX_ITER, Status.MAX_ITER]
+    assert (cycling.status[2:] == Status.OPTIMAL).all()
+    np.testing.assert_allclose(cycling.objective[2:], expected[2:], atol=1e-9)
+
+
+_CAP_SCRIPT = """
+import sys, numpy as np, solvers
+c, A = {c!r}, {A!r}
+b = np.zeros(5); b[-1] = 1.0
+arrays = [np.asarray(a, float)[None] for a in (c, np.zeros((0, 7)), np.zeros(0), A, b)]
+s = solvers.get("linrax-hold", dtype="float64", bland=False, cap=sys.argv[1] == "on").solve_batch(*arrays)
+print(s.status[0].value)
+"""
+
+
+def test_without_the_cap_a_cycling_lp_never_returns(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "cap.py"
+    c, A, _ = CYCLING_LPS[0]
+    script.write_text(_CAP_SCRIPT.format(c=c, A=A))
+    capped = subprocess.run([sys.executable, str(script), "on"], capture_output=True, text=True, timeout=120)
+    assert capped.stdout.strip().splitlines()[-1] == "max_iter", capped.stderr[-2000:]
+    with pytest.raises(subprocess.TimeoutExpired):  # the same LP, uncapped: still pivoting after 25 s
+        subprocess.run([sys.executable, str(script), "off"], capture_output=True, timeout=25)
+
+
+def test_chunked_batches_give_the_whole_batch_answer():
+    batch = problems.generate("cube-3d", 10, 2)
+    whole = solvers.get("linrax-hold", dtype="float64", chunk=0).solve_batch(*batch.arrays())
+    chunked = solvers.get("linrax-hold", dtype="float64", chunk=4).solve_batch(*batch.arrays())  # 4 + 4 + 2 padded
+    np.testing.assert_allclose(chunked.x, whole.x, atol=1e-9)
+    np.testing.assert_array_equal(chunked.status, whole.status)
