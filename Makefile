@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test install clean
+.PHONY: run test bench install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,14 +17,20 @@ $(STAMP): $(BIN)/python pyproject.toml
 install: $(STAMP)
 
 ## run: the default benchmark (all families x all available adapters, modest sizes),
-## then the report under results/.
+## then the report and the dashboard under results/.
 run: $(STAMP)
 	$(BIN)/contactbench run --preset default --out results/runs
 	$(BIN)/contactbench report results/runs/latest --out results/latest
+	$(BIN)/contactbench publish results/runs/latest --out results/site
 
 ## test: the whole test suite.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+## bench: the pytest-benchmark benchmarks, timed, as JSON in results/benchmarks.json.
+bench: $(STAMP)
+	$(BIN)/python -m pytest -q -m benchmark tests/test_benchmarks.py --benchmark-enable \
+		--benchmark-json results/benchmarks.json
+
 clean:
-	rm -rf $(VENV) results/runs results/latest .pytest_cache
+	rm -rf $(VENV) results/runs results/latest results/site results/benchmarks.json .pytest_cache .asv

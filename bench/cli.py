@@ -259,6 +259,23 @@ def report_cmd(
     console.print(f"wrote {out / 'report.md'} and {out / 'report.csv'}")
 
 
+@app.command("publish")
+def publish_cmd(
+    run_dirs: list[Path] = typer.Argument(..., help="run directories to show together (any machines and devices)"),
+    out: Path = typer.Option(Path("results/site"), "--out", help="the site's directory (replaced)"),
+) -> None:
+    """Build the static comparison dashboard (opens from file://, offline) from one or more runs."""
+    from . import publish
+
+    try:
+        site = publish.publish(run_dirs, out)
+    except BenchError as exc:
+        _fail(str(exc))
+    console.print(f"dashboard: {len(site.family_pages)} families, {site.configurations} configurations "
+                  f"from {site.runs} run(s)")
+    console.print(f"open {site.index.resolve().as_uri()}")
+
+
 @app.command("check-adapter")
 def check_adapter(
     name: str = typer.Argument(..., help="adapter name, as `contactbench list` shows it"),

@@ -1,0 +1,1 @@
+"""asv benchmarks of contactbench (see ``benchmarks.py``; configured by ``asv.conf.json``)."""

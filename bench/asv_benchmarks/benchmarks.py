@@ -1,0 +1,94 @@
+"""asv suite, generated from the registries: one class per family kind, so a new family
+or adapter appears here without edits.
+
+* ``Solve_<family>_<kind>.time_solve``: one solve of ``ASV_N`` scenes (batch generation,
+  casting, device placement and JIT compile in ``setup``; JAX results blocked on).
+* ``Outcomes_<family>_<kind>.track_correct / track_false_accept / track_uncertain``: how many
+  of those answers the verifier counts correct, unsafe, uncertain (one ``setup_cache`` runs
+  every config of the family once), so a correctness regression shows in asv's graphs.
+* ``PeakMemory.peakmem_solve``: peak resident memory of a ``PEAKMEM_N``-scene solve, per
+  adapter on the problem class it solves.
+
+The parameter is ``solver/dtype/device``; adapters not installed here and devices not
+present are skipped by ``setup`` raising ``NotImplementedError``.
+"""
+
+import os
+import re
+
+# the runner's setting for XLA's CPU runtime (large vmapped batches wedged its Eigen pool)
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+
+from bench import perf  # noqa: E402
+
+
+def _class_name(prefix, spec):
+    return prefix + "_" + re.sub(r"[^0-9A-Za-z]+", "_", spec).strip("_")
+
+
+def _solve_class(spec):
+    class Solve:
+        params = [perf.configs(spec)]
+        param_names = ["solver/dtype/device"]
+        timeout = 300.0
+
+        def setup(self, config):
+            self.cell = perf.prepared_cell(spec, config, perf.ASV_N)
+
+        def time_solve(self, config):
+            self.cell.run()
+
+    Solve.__doc__ = f"Time to solve {perf.ASV_N} scenes of {spec}."
+    return Solve
+
+
+def _outcomes_class(spec):
+    class Outcomes:
+        params = [perf.configs(spec)]
+        param_names = ["solver/dtype/device"]
+        timeout = 900.0
+
+        def setup_cache(self):
+            return perf.outcome_counts(spec, perf.ASV_N)
+
+        def setup(self, counts, config):
+            if config not in counts:
+                perf.cell_for(spec, config, perf.ASV_N)  # raises NotImplementedError with the reason
+                raise NotImplementedError(f"{config} did not run")
+
+        def track_correct(self, counts, config):
+            return counts[config]["correct"]
+
+        def track_false_accept(self, counts, config):
+            return counts[config]["false_accept"]
+
+        def track_uncertain(self, counts, config):
+            return counts[config]["uncertain"]
+
+    for name in ("track_correct", "track_false_accept", "track_uncertain"):
+        getattr(Outcomes, name).unit = "cases"
+    Outcomes.__doc__ = f"Verified outcomes of {perf.ASV_N} scenes of {spec}."
+    return Outcomes
+
+
+class PeakMemory:
+    """Peak resident memory of one large-batch solve (``PEAKMEM_N`` scenes)."""
+
+    params = [perf.peakmem_configs()]
+    param_names = ["family|solver/dtype/device"]
+    timeout = 600.0
+
+    def setup(self, which):
+        spec, config = which.split("|")
+        self.cell = perf.prepared_cell(spec, config, perf.PEAKMEM_N)
+
+    def peakmem_solve(self, which):
+        self.cell.run()
+
+
+for _spec in perf.family_specs():
+    for _cls in (_solve_class(_spec), _outcomes_class(_spec)):
+        _name = _class_name(_cls.__name__, _spec)
+        _cls.__name__ = _cls.__qualname__ = _name
+        globals()[_name] = _cls
+del _spec, _cls, _name

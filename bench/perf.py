@@ -1,0 +1,151 @@
+"""Shared pieces of the asv suite (``bench/asv_benchmarks``) and the pytest-benchmark
+benchmarks (``tests/test_benchmarks.py``): which cells exist, generated from the registries,
+and a cell prepared so that only the solve is left to time.
+
+A *config* string is ``solver/dtype/device`` (e.g. ``linrax/float32/cpu``). ``configs``
+lists every config the registries make plausible for a family spec, including adapters
+that are not installed and GPU devices that are not present: ``prepared_cell`` raises
+``NotImplementedError`` for those (asv's way of skipping a parameter), with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import problems
+import solvers
+
+from .grid import DEVICES, DTYPES, Cell, expand, parse_family
+
+#: scenes per cell in asv's time_ and track_ benchmarks (small: asv runs every cell).
+ASV_N = 16
+#: scenes in the peakmem_ benchmarks (a large batch).
+PEAKMEM_N = 2048
+#: the problem kinds the suites cover (those of ``make run``'s default preset).
+KINDS = ("lp1", "qp", "socp")
+
+
+def family_specs() -> list[str]:
+    """``family[kind=...]`` for every registered family and each kind in ``KINDS`` it has."""
+    return [f"{name}[kind={k}]" for name, fam in problems.families().items() for k in fam.kinds if k in KINDS]
+
+
+def _adapter_classes() -> dict[str, Any]:
+    """name -> adapter class or None (registered but not importable here), fakes excluded."""
+    classes = solvers.adapters()
+    return {name: classes.get(name) for name in solvers.available() if not name.startswith("fake-")}
+
+
+def configs(family_spec: str) -> list[str]:
+    """Plausible ``solver/dtype/device`` configs for ``family_spec`` (see module docstring)."""
+    fam_name, params = parse_family(family_spec)
+    family = problems.families()[fam_name]
+    pclass = family.problem_class(params)
+    structure = family.structure(params)
+    out = []
+    for name, cls in sorted(_adapter_classes().items()):
+        if cls is None:
+            out.append(f"{name}/float64/cpu")  # shown, then skipped with the reason it is missing
+            continue
+        caps = cls.CAPABILITIES
+        if not getattr(caps, pclass) or (caps.structures is not None and structure not in caps.structures):
+            continue
+        out += [f"{name}/{dt}/{dev}" for dt in DTYPES if dt in caps.dtypes for dev in DEVICES if dev in caps.devices]
+    return out
+
+
+def cell_for(family_spec: str, config: str, n: int, seed: int = 0, repeats: int = 1) -> Cell:
+    """The grid's cell for a config, or ``NotImplementedError`` with the reason it cannot run."""
+    from .env import has_gpu
+
+    solver, dtype, device = config.split("/")
+    fam_name, params = parse_family(family_spec)
+    reason = problems.families()[fam_name].reason_unavailable()
+    if reason:
+        raise NotImplementedError(f"{fam_name}: {reason}")
+    if solvers.available().get(solver):
+        raise NotImplementedError(f"{solver}: {solvers.available()[solver]}")
+    if device == "gpu" and not has_gpu():
+        raise NotImplementedError("no GPU visible to JAX here")
+    cells, skipped = expand([family_spec], [solver], [dtype], [device], [n], seed, repeats)
+    if not cells:
+        raise NotImplementedError("; ".join(reason for _what, reason in skipped) or "not a cell of the grid")
+    return cells[0]
+
+
+@dataclass
+class PreparedCell:
+    """A cell whose batch is generated, cast, placed and (for JAX adapters) compiled."""
+
+    cell: Cell
+    batch: problems.ProblemBatch
+    adapter: solvers.Adapter
+    prepared: Any
+
+    def run(self):
+        """One timed solve of the whole batch; blocks until JAX results are ready."""
+        raw = self.adapter.run(self.prepared)
+        if type(raw).__module__.startswith("jax") or any(type(r).__module__.startswith("jax")
+                                                         for r in (raw if isinstance(raw, tuple) else ())):
+            import jax
+
+            jax.block_until_ready(raw)
+        return raw
+
+    def solution(self):
+        """The batch solution of one run (``BatchSolution``)."""
+        return self.adapter.collect(self.run(), self.prepared)
+
+
+def prepared_cell(family_spec: str, config: str, n: int, seed: int = 0) -> PreparedCell:
+    """Generate, prepare and warm up (compile) one cell; ``NotImplementedError`` when it
+    cannot run here."""
+    from solvers.types import check_standard_form
+
+    from .runner import batch_for
+
+    cell = cell_for(family_spec, config, n, seed)
+    batch = batch_for(cell)
+    name, settings = cell.adapter_settings()
+    adapter = solvers.get(name, **settings)
+    problem = check_standard_form(*batch.arrays(), **batch.extra(), batched=True)
+    ready = PreparedCell(cell, batch, adapter, adapter.prepare(problem))
+    ready.run()  # JIT compile and warm-up, untimed
+    return ready
+
+
+def outcome_counts(family_spec: str, n: int = ASV_N, seed: int = 0) -> dict[str, dict[str, int]]:
+    """``{config: {outcome: count}}`` for every config of ``family_spec`` that runs here,
+    each solved once and verified like a ``contactbench run`` cell (failures become
+    ``failed`` rows, never exceptions)."""
+    from .env import host_environment
+    from .runner import solve_cell
+    from .verify import OUTCOMES
+
+    env = host_environment()
+    out = {}
+    for config in configs(family_spec):
+        try:
+            cell = cell_for(family_spec, config, n, seed)
+        except NotImplementedError:
+            continue
+        rows = solve_cell(cell, env, run_id="asv")
+        counts = rows["outcome"].value_counts()
+        out[config] = {o: int(counts.get(o, 0)) for o in OUTCOMES}
+    return out
+
+
+def peakmem_configs() -> list[str]:
+    """``family_spec|config`` for the peak-memory benchmarks: every adapter on one large
+    batch of the problem class it solves (LP: cube-3d LP-1, QP: quadruped QP, SOCP:
+    quadruped SOCP); the first family that has it wins."""
+    out = []
+    seen = set()
+    for spec in ("cube-3d[kind=lp1]", "quadruped[kind=qp]", "quadruped[kind=socp]"):
+        for config in configs(spec):
+            key = config
+            if key not in seen:
+                seen.add(key)
+                out.append(f"{spec}|{config}")
+    return out

@@ -1,0 +1,307 @@
+"""``contactbench publish``: a static comparison dashboard from one or more runs.
+
+The site opens from ``file://`` with no server and no network: HTML from Jinja2 templates
+(``bench/templates``, autoescaped, so solver messages and names cannot inject markup),
+interactive plots from Plotly, whose JavaScript is written once to ``assets/plotly.min.js``.
+
+Pages: ``index.html`` (per family, solver configurations ranked by correctness then speed;
+provenance of every run) and one ``family-<name>.html`` per family (the full table, an
+accuracy-vs-time scatter, a Dolan-More performance profile, shifted geometric means and the
+cases where configurations disagree).
+
+A *configuration* is solver label (name and settings) x device x dtype x machine; runs from
+different machines are kept apart by the host they ran on.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from solvers import ProblemError
+
+from .report import load_runs, read_manifest
+from .verify import OUTCOMES
+
+#: shift of the shifted geometric mean, microseconds per case (see ``shifted_geometric_mean``).
+SGM_SHIFT_US = 10.0
+#: the largest time ratio the performance profile plots.
+PROFILE_TAU_MAX = 1e3
+#: the most disagreeing cases listed per family page.
+MAX_DRILL_CASES = 200
+#: outcome columns of the tables (``suboptimal`` only appears for QP kinds).
+TABLE_OUTCOMES = ("correct", "suboptimal", "false_accept", "false_reject", "uncertain", "failed")
+CASE_KEY = ["family_label", "kind", "family_params", "n_scenes", "seed", "lp_index"]
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a published dashboard was written, and what it holds."""
+
+    out: Path
+    index: Path
+    family_pages: dict[str, Path]
+    configurations: int
+    runs: int
+
+
+def _config_label(rows: pd.DataFrame) -> pd.Series:
+    """``solver_label dtype device @ host`` per row (host only when several machines are merged)."""
+    label = rows["solver_label"].astype(str) + " " + rows["dtype"].astype(str) + " " + rows["device"].astype(str)
+    hosts = rows["env_host"].astype(str) if "env_host" in rows else pd.Series("", index=rows.index)
+    if hosts.nunique() > 1:
+        label = label + " @ " + hosts
+    return label
+
+
+def prepare_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows with ``config`` and ``family_label`` columns and outcome strings (copy)."""
+    rows = rows.copy()
+    if "family_label" not in rows:
+        rows["family_label"] = rows["family"]
+    for col in ("compile_s", "ms_per_256", "us_per_lp", "family_params", "seed"):
+        if col not in rows:
+            rows[col] = np.nan
+    rows["family_params"] = rows["family_params"].astype(str)
+    rows["config"] = _config_label(rows)
+    return rows
+
+
+def family_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration, kind and batch size (scenes) of one family: n, outcome
+    counts, median ms per 256 scenes, median us per case and median compile seconds."""
+    keys = ["config", "solver_label", "device", "dtype", "kind", "n_scenes"]
+    counts = pd.crosstab([rows[k] for k in keys], rows["outcome"]).reindex(columns=list(OUTCOMES), fill_value=0)
+    timing = rows.groupby(keys).agg(n=("outcome", "size"), ms_per_256=("ms_per_256", "median"),
+                                    us_per_case=("us_per_lp", "median"), compile_s=("compile_s", "median"))
+    table = timing[["n"]].join(counts).join(timing.drop(columns="n")).reset_index()
+    table = table.rename(columns={"n_scenes": "scenes"})
+    table["correct_pct"] = 100.0 * table["correct"] / table["n"]
+    return table
+
+
+def ranked(table: pd.DataFrame) -> pd.DataFrame:
+    """Configurations ranked: fewest unsafe answers (false accepts), then most correct, then
+    fastest per case. Adds ``rank`` (1 = best)."""
+    order = table.assign(_unsafe=table["false_accept"] / table["n"], _neg_correct=-table["correct_pct"])
+    order = order.sort_values(["_unsafe", "_neg_correct", "us_per_case"], na_position="last")
+    order = order.drop(columns=["_unsafe", "_neg_correct"]).reset_index(drop=True)
+    order.insert(0, "rank", np.arange(1, len(order) + 1))
+    return order
+
+
+def shifted_geometric_mean(values_us: np.ndarray, shift_us: float = SGM_SHIFT_US) -> float:
+    """``exp(mean(log(t + s))) - s`` of times ``t`` in microseconds, shift ``s`` in microseconds.
+
+    The shift damps ratios between times far below it: per-case times here run from about
+    0.1 us (a vmapped batch) to milliseconds, and a difference of fractions of a microsecond
+    matters little to a controller with a budget of 1,000 us per tick (1 kHz) while it would
+    dominate a plain geometric mean. 10 us is about one Python call into a native solver.
+    """
+    t = np.asarray(values_us, dtype=float)
+    t = t[np.isfinite(t)]
+    if shift_us < 0:
+        raise ProblemError(f"shift_us: expected >= 0, got {shift_us!r}")
+    if t.size == 0:
+        return float("nan")
+    return float(np.exp(np.mean(np.log(t + shift_us))) - shift_us)
+
+
+def case_times(rows: pd.DataFrame) -> pd.DataFrame:
+    """Cases x configurations: microseconds per case where the answer is correct, ``inf``
+    where it is not (the input of the performance profile). Only cases every configuration
+    of the family attempted are kept, so the ratios compare like with like."""
+    t = np.where(rows["outcome"] == "correct", rows["us_per_lp"].astype(float), np.inf)
+    frame = rows.assign(_t=t).pivot_table(index=CASE_KEY, columns="config", values="_t", aggfunc="min")
+    return frame.dropna(axis=0, how="any")
+
+
+def performance_profile(times: pd.DataFrame, tau_max: float = PROFILE_TAU_MAX) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Dolan-More profile: for each configuration, ``tau`` (ratios to the fastest correct
+    configuration per case) and ``rho(tau)``, the fraction of cases it answers correctly
+    within ``tau`` times the best. Cases no configuration answers correctly are dropped."""
+    if times.empty:
+        return {}
+    best = times.min(axis=1)
+    times = times[np.isfinite(best)]
+    best = best[np.isfinite(best)]
+    if times.empty:
+        return {}
+    ratios = times.div(best, axis=0)
+    out = {}
+    for config in ratios.columns:
+        r = np.sort(ratios[config].to_numpy())
+        r = r[np.isfinite(r) & (r <= tau_max)]
+        tau = np.concatenate([[1.0], r, [tau_max]])
+        rho = np.concatenate([[np.mean(ratios[config].to_numpy() <= 1.0)],
+                              np.arange(1, r.size + 1) / len(ratios), [r.size / len(ratios)]])
+        out[config] = (tau, rho)
+    return out
+
+
+def disagreements(rows: pd.DataFrame, limit: int = MAX_DRILL_CASES) -> tuple[pd.DataFrame, list[str], int]:
+    """Cases where not every configuration is correct: the case's parameters (``meta_*``),
+    the reference answer and each configuration's outcome (verdict / status). Returns
+    ``(table, config columns, total disagreeing cases)``; near-boundary cases (smallest
+    ``|meta_signed_distance|``) come first when the family has them."""
+    configs = sorted(rows["config"].unique())
+    answer = rows["outcome"].astype(str)
+    if "status" in rows:
+        answer = answer + " (" + rows["status"].astype(str) + ")"
+    wide = rows.assign(_answer=answer).pivot_table(index=CASE_KEY, columns="config", values="_answer",
+                                                   aggfunc="first")
+    outcome = rows.pivot_table(index=CASE_KEY, columns="config", values="outcome", aggfunc="first")
+    bad = (outcome != "correct") & outcome.notna()
+    keys = outcome.index[bad.any(axis=1)]
+    total = len(keys)
+    meta_cols = [c for c in rows.columns if c.startswith("meta_") and rows[c].notna().any()]
+    ref_cols = [c for c in ("truth", "ref_verdict", "ref_exit", "ref_objective") if c in rows]
+    first = rows.drop_duplicates(CASE_KEY).set_index(CASE_KEY)
+    table = first.loc[keys, meta_cols + ref_cols].join(wide.loc[keys, configs]).reset_index()
+    if "meta_signed_distance" in table:
+        table = table.assign(_d=table["meta_signed_distance"].abs()).sort_values("_d").drop(columns="_d")
+    table = table.head(limit).rename(columns=lambda c: c[5:] if c.startswith("meta_") else c)
+    return table.drop(columns=["family_params", "family_label"]), configs, total
+
+
+def _plot_json(fig) -> str:
+    """The figure as JSON safe inside a ``<script>`` element (``<``, ``>`` and ``&`` written as
+    JSON escapes, so a solver label cannot close the element)."""
+    return fig.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def scatter_figure(table: pd.DataFrame):
+    """Accuracy (percent correct) against microseconds per case, one trace per solver label."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for solver, grp in table.groupby("solver_label", sort=True):
+        fig.add_trace(go.Scatter(
+            x=grp["us_per_case"], y=grp["correct_pct"], mode="markers", name=str(solver),
+            text=(grp["config"] + " / " + grp["kind"]).tolist(), marker={"size": 10},
+            hovertemplate="%{text}<br>%{x:.3g} us per case<br>%{y:.2f} % correct<extra></extra>"))
+    fig.update_layout(xaxis={"type": "log", "title": "microseconds per case (median, log scale)"},
+                      yaxis={"title": "correct (%)"}, margin={"t": 30}, height=460, legend={"title": "solver"})
+    return fig
+
+
+def profile_figure(profile: dict[str, tuple[np.ndarray, np.ndarray]]):
+    """The performance profile, one step trace per configuration."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for config, (tau, rho) in sorted(profile.items()):
+        fig.add_trace(go.Scatter(x=tau, y=rho, mode="lines", line={"shape": "hv"}, name=config))
+    fig.update_layout(xaxis={"type": "log", "title": "tau: time ratio to the fastest correct configuration"},
+                      yaxis={"title": "fraction of cases correct within tau", "range": [0, 1.02]},
+                      margin={"t": 30}, height=460)
+    return fig
+
+
+def _slug(name: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in name).strip("-").lower()
+
+
+def _records(df: pd.DataFrame) -> list[dict]:
+    """Rows as dicts of display strings (numbers formatted, NaN blank)."""
+    def fmt(v):
+        if isinstance(v, (float, np.floating)):
+            return "" if not np.isfinite(v) else f"{v:.4g}"
+        if isinstance(v, (bool, np.bool_)):
+            return "yes" if v else "no"
+        return "" if v is None else str(v)
+    return [{k: fmt(v) for k, v in rec.items()} for rec in df.to_dict("records")]
+
+
+def _provenance(rows: pd.DataFrame, run_dirs: list[Path]) -> list[dict]:
+    runs = []
+    manifests = {}
+    for d in run_dirs:
+        m = read_manifest(d)
+        manifests[m.get("run_id", Path(d).resolve().name)] = m
+    env_cols = sorted(c for c in rows.columns if c.startswith("env_"))
+    for run_id, grp in rows.groupby("run_id", sort=True):
+        first = grp.iloc[0]
+        m = manifests.get(str(run_id), {})
+        runs.append({
+            "run_id": str(run_id), "date": str(m.get("started", first.get("timestamp", ""))),
+            "command": str(m.get("command", "")), "cells": str(grp["cell_id"].nunique()),
+            "env": {c[4:]: str(first[c]) for c in env_cols if pd.notna(first[c])},
+        })
+    return runs
+
+
+def _environment():
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    return Environment(loader=PackageLoader("bench", "templates"),
+                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+
+
+def publish(run_dirs: list[Path | str], out: Path | str) -> Site:
+    """Build the dashboard of ``run_dirs`` (each a ``contactbench run`` directory) under ``out``.
+
+    Raises ``ProblemError`` when a run directory holds no results. ``out`` is replaced.
+    """
+    import plotly
+    import plotly.offline
+
+    if not run_dirs:
+        raise ProblemError("run_dirs: expected at least one run directory")
+    run_dirs = [Path(d) for d in run_dirs]
+    rows = prepare_rows(load_runs(run_dirs))
+    out = Path(out)
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "assets").mkdir(parents=True)
+    (out / "assets" / "plotly.min.js").write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
+    env = _environment()
+    provenance = _provenance(rows, run_dirs)
+    common = {"runs": provenance, "plotly_version": plotly.__version__, "sgm_shift": SGM_SHIFT_US}
+    families, pages = [], {}
+    common["families_nav"] = [{"name": str(f), "page": f"family-{_slug(str(f))}.html"}
+                              for f in sorted(rows["family_label"].unique())]
+    for family, frows in rows.groupby("family_label", sort=True):
+        table = ranked(family_table(frows))
+        table["sgm_us"] = [shifted_geometric_mean(frows.loc[frows["config"] == c, "us_per_lp"]
+                                                  .groupby(frows["cell_id"]).median().to_numpy())
+                           for c in table["config"]]
+        times = case_times(frows)
+        profile = performance_profile(times)
+        drill, drill_configs, drill_total = disagreements(frows)
+        slug = f"family-{_slug(str(family))}.html"  # as in families_nav
+        columns = ["rank", "solver_label", "device", "dtype", "kind", "scenes", "n", *TABLE_OUTCOMES,
+                   "correct_pct", "ms_per_256", "us_per_case", "sgm_us", "compile_s"]
+        if not (table["suboptimal"] > 0).any() and not set(frows["kind"]) & {"qp", "socp"}:
+            columns.remove("suboptimal")
+        info = {
+            "name": str(family), "page": slug, "kinds": sorted(frows["kind"].unique()),
+            "top": _records(table.head(5)[["rank", "solver_label", "device", "dtype", "kind", "n", "correct_pct",
+                                            "false_accept", "us_per_case"]]),
+            "configurations": len(table), "cases": int(frows.drop_duplicates(CASE_KEY).shape[0]),
+        }
+        families.append(info)
+        page = env.get_template("family.html.j2").render(
+            **common, family=info, columns=columns, table=_records(table[columns]),
+            scatter=_plot_json(scatter_figure(table)), profile=_plot_json(profile_figure(profile)),
+            profile_cases=len(times), scatter_traces=int(table["solver_label"].nunique()),
+            profile_traces=len(profile), drill=_records(drill), drill_columns=list(drill.columns),
+            drill_configs=drill_configs, drill_total=drill_total, drill_limit=MAX_DRILL_CASES)
+        (out / slug).write_text(page, encoding="utf-8")
+        pages[str(family)] = out / slug
+    index = env.get_template("index.html.j2").render(**common, families=families,
+                                                     n_configs=int(rows["config"].nunique()))
+    (out / "index.html").write_text(index, encoding="utf-8")
+    (out / "site.json").write_text(json.dumps({"families": [f["name"] for f in families],
+                                               "runs": [r["run_id"] for r in provenance]}, indent=2))
+    return Site(out=out, index=out / "index.html", family_pages=pages,
+                configurations=int(rows["config"].nunique()), runs=len(provenance))
+
+
+__all__ = ["Site", "publish", "shifted_geometric_mean", "performance_profile", "case_times", "family_table",
+           "ranked", "disagreements"]

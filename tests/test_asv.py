@@ -1,0 +1,97 @@
+"""The asv suite: generated from the registries, and `asv run --python=same --quick` on HEAD."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import problems
+from bench import perf
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_suite_has_a_class_per_family_kind_and_every_adapter_config():
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import asv_benchmarks.benchmarks as suite
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    for spec in perf.family_specs():
+        slug = spec.replace("[", "_").replace("=", "_").replace("]", "").replace("-", "_")
+        assert hasattr(suite, f"Solve_{slug}") and hasattr(suite, f"Outcomes_{slug}"), spec
+        assert getattr(suite, f"Solve_{slug}").params == [perf.configs(spec)]
+    assert "linrax/float32/cpu" in perf.configs("planar-box[kind=lp1]")
+    assert "linrax/float32/gpu" in perf.configs("planar-box[kind=lp1]")  # skipped in setup without a GPU
+    import solvers
+
+    classes = solvers.adapters()
+    for config in perf.configs("planar-box[kind=lp1]"):
+        name, dtype, device = config.split("/")
+        if classes.get(name) is not None:  # an installed adapter: only what it can do
+            caps = classes[name].CAPABILITIES
+            assert caps.lp and dtype in caps.dtypes and device in caps.devices, config
+    assert all(c.split("/")[0] in ("altproj", "clarabel", "cvxpy") for c in perf.configs("quadruped[kind=socp]"))
+    assert len(perf.family_specs()) >= len(problems.families())
+
+
+def test_cells_that_cannot_run_raise_not_implemented():
+    with pytest.raises(NotImplementedError, match="GPU|gpu"):
+        if perf.cell_for("planar-box[kind=lp1]", "linrax/float32/gpu", 4):
+            pytest.skip("this machine has a GPU")
+    with pytest.raises(NotImplementedError, match="decides only|does not solve"):
+        perf.cell_for("quadruped[kind=qp]", "altproj/float64/cpu", 4)
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.mark.slow
+def test_asv_run_quick_on_head(tmp_path):
+    try:
+        commit = _git("rev-parse", "HEAD")
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        pytest.skip("not a git checkout: asv needs the commit it measures")
+    conf = json.loads("\n".join(line for line in (REPO / "asv.conf.json").read_text().splitlines()
+                                if not line.strip().startswith("//")))
+    conf.update(repo=str(REPO), benchmark_dir=str(REPO / "bench" / "asv_benchmarks"),
+                results_dir=str(tmp_path / "results"), html_dir=str(tmp_path / "html"),
+                env_dir=str(tmp_path / "env"))
+    config = tmp_path / "asv.conf.json"
+    config.write_text(json.dumps(conf))
+    env = {**os.environ, "HOME": str(tmp_path)}  # asv's machine file goes to $HOME
+    asv = [sys.executable, "-m", "asv"]
+    subprocess.run([*asv, "machine", "--yes", "--machine", "ci", "--config", str(config)], env=env,
+                   cwd=tmp_path, check=True, capture_output=True, timeout=120)
+    run = subprocess.run([*asv, "run", "--python=same", "--quick", "--machine", "ci", "--config", str(config),
+                          "--set-commit-hash", commit, "--show-stderr"],
+                         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=1500)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    files = [p for p in (tmp_path / "results" / "ci").glob("*.json") if p.name != "machine.json"]
+    assert len(files) == 1, files
+    results = json.loads(files[0].read_text())
+    assert results["commit_hash"] == commit
+    names = results["result_columns"]
+    table = {name: dict(zip(names, value)) for name, value in results["results"].items()}
+
+    def value(bench: str, param: str):
+        entry = table[bench]
+        params = entry["params"][0]
+        return entry["result"][params.index(repr(param))]
+
+    solve = "benchmarks.Solve_planar_box_kind_lp1.time_solve"
+    assert value(solve, "highs/float64/cpu") > 0
+    assert value(solve, "linrax/float32/cpu") > 0
+    assert value(solve, "linrax/float32/gpu") is None  # skipped: no GPU here
+    correct = "benchmarks.Outcomes_planar_box_kind_lp1.track_correct"
+    assert value(correct, "highs/float64/cpu") == perf.ASV_N  # HiGHS is the LP reference: all 16 right
+    assert value("benchmarks.Outcomes_planar_box_kind_lp1.track_false_accept", "highs/float64/cpu") == 0
+    assert value("benchmarks.Outcomes_quadruped_kind_qp.track_correct", "clarabel/float64/cpu") == perf.ASV_N
+    peak = "benchmarks.PeakMemory.peakmem_solve"
+    assert value(peak, "cube-3d[kind=lp1]|highs/float64/cpu") > 50e6  # bytes: a Python process with numpy

@@ -1,0 +1,150 @@
+"""`contactbench publish`: the numbers behind the dashboard, escaping, and the site opened in a
+real (headless, offline) Chromium."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench import publish
+from solvers import ProblemError
+
+REPO = Path(__file__).resolve().parents[1]
+SCREENSHOT = REPO / "results" / "dashboard.png"
+EVIL = '<script>alert("x")</script>&'
+
+
+def test_shifted_geometric_mean_matches_its_formula():
+    t = np.array([0.1, 1.0, 100.0])
+    expected = np.exp(np.mean(np.log(t + 10.0))) - 10.0
+    assert publish.shifted_geometric_mean(t) == pytest.approx(expected)
+    assert publish.shifted_geometric_mean(np.array([0.1, 10.0]), shift_us=0.0) == pytest.approx(1.0)  # plain GM
+    assert publish.shifted_geometric_mean(np.array([5.0, 5.0])) == pytest.approx(5.0)
+    with pytest.raises(ProblemError, match="shift_us"):
+        publish.shifted_geometric_mean(t, shift_us=-1.0)
+
+
+def test_performance_profile_counts_cases_within_each_ratio():
+    # 4 cases x 2 configurations; inf = not answered correctly
+    times = pd.DataFrame({"a": [1.0, 1.0, 4.0, np.inf], "b": [2.0, 3.0, 1.0, 5.0]})
+    prof = publish.performance_profile(times)
+    tau_a, rho_a = prof["a"]
+    tau_b, rho_b = prof["b"]
+    assert rho_a[0] == pytest.approx(0.5)  # fastest on cases 0 and 1
+    assert rho_b[0] == pytest.approx(0.5)  # fastest on cases 2 and 3
+    assert rho_a[-1] == pytest.approx(0.75) and rho_b[-1] == pytest.approx(1.0)  # correct at all
+    # b within ratio 2 on cases 0, 2 and 3: rho_b(2) = 3/4
+    assert rho_b[np.searchsorted(tau_b, 2.0, side="right") - 1] == pytest.approx(0.75)
+    assert publish.performance_profile(pd.DataFrame({"a": [np.inf]})) == {}
+
+
+def test_ranking_puts_unsafe_answers_last_then_correctness_then_speed():
+    table = pd.DataFrame({
+        "config": ["fast-unsafe", "slow-right", "fast-right", "fast-uncertain"],
+        "n": [10, 10, 10, 10], "false_accept": [1, 0, 0, 0], "correct_pct": [90.0, 100.0, 100.0, 80.0],
+        "us_per_case": [1.0, 50.0, 5.0, 2.0]})
+    assert list(publish.ranked(table)["config"]) == ["fast-right", "slow-right", "fast-uncertain", "fast-unsafe"]
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    """A small real run (two LP families, a QP family; five adapters), one copy with a hostile
+    solver label, published together."""
+    root = tmp_path_factory.mktemp("dash")
+    cmd = [sys.executable, "-m", "bench.cli", "run", "-f", "planar-box", "-f", "near-boundary",
+           "-f", "quadruped[kind=qp]", "-s", "highs", "-s", "linrax", "-s", "clarabel", "-s", "osqp",
+           "-s", "daqp", "--n", "8", "--repeats", "1", "--dtype", "float64", "--device", "cpu",
+           "--out", str(root / "runs"), "--run-id", "small"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "CONTACTBENCH_CACHE": str(root / "cache")})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = root / "runs" / "small"
+    evil = root / "runs" / "evil"
+    evil.mkdir()
+    first = sorted(run.glob("planar-box-*highs*.parquet"))[0]
+    rows = pd.read_parquet(first)
+    rows["solver_label"] = EVIL
+    rows["run_id"] = "evil"
+    rows["message"] = EVIL
+    rows.to_parquet(evil / first.name)
+    site = publish.publish([run, evil], root / "site")
+    return site, pd.concat([pd.read_parquet(p) for p in run.glob("*.parquet")], ignore_index=True)
+
+
+def test_site_has_a_page_per_family_and_escapes_every_result_string(published):
+    site, rows = published
+    assert set(site.family_pages) == {"planar-box", "near-boundary", "quadruped"}
+    assert (site.out / "assets" / "plotly.min.js").stat().st_size > 1_000_000  # local, not a CDN
+    for page in [site.index, *site.family_pages.values()]:
+        text = page.read_text()
+        assert EVIL not in text and '<script>alert("x")' not in text
+        assert "cdn" not in text.lower() and "https://" not in text.split("</head>")[0]
+    planar = site.family_pages["planar-box"].read_text()
+    assert "&lt;script&gt;alert" in planar or "\\u003cscript\\u003ealert" in planar
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def test_dashboard_renders_in_headless_chromium(published):
+    site, rows = published
+    browser_path = _chromium()
+    if browser_path is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is not installed; .ci/run installs Debian's chromium")
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    # expected: one table row per configuration x kind x size (+ header); traces per solver
+    expected_rows = {fam: grp.groupby(["solver_label", "dtype", "device", "kind", "n_scenes"]).ngroups
+                     for fam, grp in rows.groupby("family_label")}
+    expected_rows["planar-box"] += 1  # the hostile copy is a configuration of its own
+    expected_solvers = {fam: grp["solver_label"].nunique() for fam, grp in rows.groupby("family_label")}
+    expected_solvers["planar-box"] += 1
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=browser_path, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+            "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        errors, remote, dialogs = [], [], []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.route("**/*", lambda route: (remote.append(route.request.url), route.abort())
+                   if not route.request.url.startswith("file://") else route.continue_())
+        page.goto(site.index.as_uri())
+        overview = page.evaluate("() => [...document.querySelectorAll('table.overview')].map(t => t.rows.length)")
+        assert len(overview) == 3 and all(n >= 2 for n in overview)
+        for family, path in site.family_pages.items():
+            page.goto(path.as_uri())
+            page.wait_for_function("() => document.getElementById('profile').data !== undefined")
+            n_rows = page.evaluate("() => document.getElementById('family-table').rows.length")
+            traces = page.evaluate("() => ['scatter', 'profile'].map(id => document.getElementById(id).data.length)")
+            svg = page.evaluate("() => document.querySelectorAll('#scatter .scatterlayer .trace').length")
+            assert n_rows == expected_rows[family] + 1, family
+            assert traces[0] == expected_solvers[family] and svg == traces[0], family
+            assert traces[1] >= 1, family
+            if family == "near-boundary":
+                page.screenshot(path=str(SCREENSHOT), full_page=True)
+        browser.close()
+    assert errors == [] and dialogs == [] and remote == []
+    assert SCREENSHOT.stat().st_size > 10_000
+
+
+def test_publish_names_the_bad_run_directory(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ProblemError, match="holds no cell results"):
+        publish.publish([tmp_path / "empty"], tmp_path / "site")
+    with pytest.raises(ProblemError, match="at least one run directory"):
+        publish.publish([], tmp_path / "site")
