@@ -21,7 +21,7 @@ from .grid import DEVICES, DTYPES, Cell, expand, parse_family
 #: scenes per cell in asv's time_ and track_ benchmarks (small: asv runs every cell).
 ASV_N = 16
 #: scenes in the peakmem_ benchmarks (a large batch).
-PEAKMEM_N = 2048
+PEAKMEM_N = 1024
 #: the problem kinds the suites cover (those of ``make run``'s default preset).
 KINDS = ("lp1", "qp", "socp")
 
@@ -115,37 +115,52 @@ def prepared_cell(family_spec: str, config: str, n: int, seed: int = 0) -> Prepa
     return ready
 
 
-def outcome_counts(family_spec: str, n: int = ASV_N, seed: int = 0) -> dict[str, dict[str, int]]:
-    """``{config: {outcome: count}}`` for every config of ``family_spec`` that runs here,
-    each solved once and verified like a ``contactbench run`` cell (failures become
-    ``failed`` rows, never exceptions)."""
+def outcome_counts(family_spec: str, n: int = ASV_N, seed: int = 0) -> dict[str, dict[str, Any]]:
+    """``{"counts": {config: {outcome: count}}, "skipped": {config: reason}}`` over every
+    config of ``family_spec``: each that runs here is solved once and verified like a
+    ``contactbench run`` cell (failures become ``failed`` rows, never exceptions)."""
     from .env import host_environment
     from .runner import solve_cell
     from .verify import OUTCOMES
 
     env = host_environment()
-    out = {}
+    counts, skipped = {}, {}
     for config in configs(family_spec):
         try:
             cell = cell_for(family_spec, config, n, seed)
-        except NotImplementedError:
+        except NotImplementedError as exc:
+            skipped[config] = str(exc)
             continue
         rows = solve_cell(cell, env, run_id="asv")
-        counts = rows["outcome"].value_counts()
-        out[config] = {o: int(counts.get(o, 0)) for o in OUTCOMES}
-    return out
+        found = rows["outcome"].value_counts()
+        counts[config] = {o: int(found.get(o, 0)) for o in OUTCOMES}
+    return {"counts": counts, "skipped": skipped}
 
 
 def peakmem_configs() -> list[str]:
     """``family_spec|config`` for the peak-memory benchmarks: every adapter on one large
-    batch of the problem class it solves (LP: cube-3d LP-1, QP: quadruped QP, SOCP:
+    batch of the problem class it solves (LP: planar-box LP-1, QP: quadruped QP, SOCP:
     quadruped SOCP); the first family that has it wins."""
     out = []
     seen = set()
-    for spec in ("cube-3d[kind=lp1]", "quadruped[kind=qp]", "quadruped[kind=socp]"):
+    for spec in ("planar-box[kind=lp1]", "quadruped[kind=qp]", "quadruped[kind=socp]"):
         for config in configs(spec):
             key = config
             if key not in seen:
                 seen.add(key)
                 out.append(f"{spec}|{config}")
     return out
+
+
+def suite_plan() -> dict[str, Any]:
+    """What the asv suite parametrises over: ``{"families": {spec: [config, ...]},
+    "peakmem": [family_spec|config, ...]}``. ``python -m bench.perf`` prints it as JSON: the
+    suite reads it from a subprocess so that asv's fork server never initialises JAX (a
+    process forked from an initialised XLA runtime can deadlock)."""
+    return {"families": {spec: configs(spec) for spec in family_specs()}, "peakmem": peakmem_configs()}
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(suite_plan()))

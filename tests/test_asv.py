@@ -94,4 +94,4 @@ def test_asv_run_quick_on_head(tmp_path):
     assert value("benchmarks.Outcomes_planar_box_kind_lp1.track_false_accept", "highs/float64/cpu") == 0
     assert value("benchmarks.Outcomes_quadruped_kind_qp.track_correct", "clarabel/float64/cpu") == perf.ASV_N
     peak = "benchmarks.PeakMemory.peakmem_solve"
-    assert value(peak, "cube-3d[kind=lp1]|highs/float64/cpu") > 50e6  # bytes: a Python process with numpy
+    assert value(peak, "planar-box[kind=lp1]|highs/float64/cpu") > 50e6  # bytes: a Python process with numpy

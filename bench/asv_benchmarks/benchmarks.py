@@ -13,13 +13,22 @@ The parameter is ``solver/dtype/device``; adapters not installed here and device
 present are skipped by ``setup`` raising ``NotImplementedError``.
 """
 
+import json
 import os
 import re
+import subprocess
+import sys
 
 # the runner's setting for XLA's CPU runtime (large vmapped batches wedged its Eigen pool)
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
 
-from bench import perf  # noqa: E402
+from bench import perf  # noqa: E402  (imports no JAX)
+import bench.runner  # noqa: E402,F401  (imported once in asv's server: numpy, scipy, pandas, highspy)
+
+# The parameters come from a subprocess: asv forks every benchmark from a server process that
+# imported this module, and a child forked from an initialised JAX runtime can deadlock.
+PLAN = json.loads(subprocess.run([sys.executable, "-m", "bench.perf"], capture_output=True, text=True,
+                                 check=True).stdout)
 
 
 def _class_name(prefix, spec):
@@ -28,7 +37,7 @@ def _class_name(prefix, spec):
 
 def _solve_class(spec):
     class Solve:
-        params = [perf.configs(spec)]
+        params = [PLAN["families"][spec]]
         param_names = ["solver/dtype/device"]
         timeout = 300.0
 
@@ -44,26 +53,25 @@ def _solve_class(spec):
 
 def _outcomes_class(spec):
     class Outcomes:
-        params = [perf.configs(spec)]
+        params = [PLAN["families"][spec]]
         param_names = ["solver/dtype/device"]
         timeout = 900.0
 
         def setup_cache(self):
             return perf.outcome_counts(spec, perf.ASV_N)
 
-        def setup(self, counts, config):
-            if config not in counts:
-                perf.cell_for(spec, config, perf.ASV_N)  # raises NotImplementedError with the reason
-                raise NotImplementedError(f"{config} did not run")
+        def setup(self, outcomes, config):
+            if config not in outcomes["counts"]:  # the reason was found in setup_cache
+                raise NotImplementedError(outcomes["skipped"].get(config, f"{config} did not run"))
 
-        def track_correct(self, counts, config):
-            return counts[config]["correct"]
+        def track_correct(self, outcomes, config):
+            return outcomes["counts"][config]["correct"]
 
-        def track_false_accept(self, counts, config):
-            return counts[config]["false_accept"]
+        def track_false_accept(self, outcomes, config):
+            return outcomes["counts"][config]["false_accept"]
 
-        def track_uncertain(self, counts, config):
-            return counts[config]["uncertain"]
+        def track_uncertain(self, outcomes, config):
+            return outcomes["counts"][config]["uncertain"]
 
     for name in ("track_correct", "track_false_accept", "track_uncertain"):
         getattr(Outcomes, name).unit = "cases"
@@ -74,7 +82,7 @@ def _outcomes_class(spec):
 class PeakMemory:
     """Peak resident memory of one large-batch solve (``PEAKMEM_N`` scenes)."""
 
-    params = [perf.peakmem_configs()]
+    params = [PLAN["peakmem"]]
     param_names = ["family|solver/dtype/device"]
     timeout = 600.0
 
@@ -86,7 +94,7 @@ class PeakMemory:
         self.cell.run()
 
 
-for _spec in perf.family_specs():
+for _spec in PLAN["families"]:
     for _cls in (_solve_class(_spec), _outcomes_class(_spec)):
         _name = _class_name(_cls.__name__, _spec)
         _cls.__name__ = _cls.__qualname__ = _name
