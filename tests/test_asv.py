@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import problems
-from bench import perf
+from bench.asv_benchmarks import perf
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -14,7 +14,7 @@ import pytest
 
 import problems
 import solvers
-from bench import perf
+from bench.asv_benchmarks import perf
 from bench.verify import verify_lp1, verify_qp
 from solvers import Status
 

@@ -22,12 +22,13 @@ import sys
 # the runner's setting for XLA's CPU runtime (large vmapped batches wedged its Eigen pool)
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
 
-from bench import perf  # noqa: E402  (imports no JAX)
 import bench.runner  # noqa: E402,F401  (imported once in asv's server: numpy, scipy, pandas, highspy)
+
+from . import perf  # noqa: E402  (imports no JAX)
 
 # The parameters come from a subprocess: asv forks every benchmark from a server process that
 # imported this module, and a child forked from an initialised JAX runtime can deadlock.
-PLAN = json.loads(subprocess.run([sys.executable, "-m", "bench.perf"], capture_output=True, text=True,
+PLAN = json.loads(subprocess.run([sys.executable, perf.__file__], capture_output=True, text=True,
                                  check=True).stdout)
 
 

@@ -1,6 +1,10 @@
-"""Shared pieces of the asv suite (``bench/asv_benchmarks``) and the pytest-benchmark
-benchmarks (``tests/test_benchmarks.py``): which cells exist, generated from the registries,
-and a cell prepared so that only the solve is left to time.
+"""Shared pieces of the asv suite (this directory) and the pytest-benchmark benchmarks
+(``tests/test_benchmarks.py``): which cells exist, generated from the registries, and a cell
+prepared so that only the solve is left to time.
+
+It lives in the benchmark directory, so asv takes it from the working tree when it measures
+an older commit, and it uses only absolute imports of APIs older commits have (it also
+runs as a script: ``python perf.py`` prints the suite's parameters).
 
 A *config* string is ``solver/dtype/device`` (e.g. ``linrax/float32/cpu``). ``configs``
 lists every config the registries make plausible for a family spec, including adapters
@@ -16,7 +20,7 @@ from typing import Any
 import problems
 import solvers
 
-from .grid import DEVICES, DTYPES, Cell, expand, parse_family
+from bench.grid import DEVICES, DTYPES, Cell, expand, parse_family
 
 #: scenes per cell in asv's time_ and track_ benchmarks (small: asv runs every cell).
 ASV_N = 16
@@ -57,7 +61,7 @@ def configs(family_spec: str) -> list[str]:
 
 def cell_for(family_spec: str, config: str, n: int, seed: int = 0, repeats: int = 1) -> Cell:
     """The grid's cell for a config, or ``NotImplementedError`` with the reason it cannot run."""
-    from .env import has_gpu
+    from bench.env import has_gpu
 
     solver, dtype, device = config.split("/")
     fam_name, params = parse_family(family_spec)
@@ -103,7 +107,7 @@ def prepared_cell(family_spec: str, config: str, n: int, seed: int = 0) -> Prepa
     cannot run here."""
     from solvers.types import check_standard_form
 
-    from .runner import batch_for
+    from bench.runner import batch_for
 
     cell = cell_for(family_spec, config, n, seed)
     batch = batch_for(cell)
@@ -119,9 +123,9 @@ def outcome_counts(family_spec: str, n: int = ASV_N, seed: int = 0) -> dict[str,
     """``{"counts": {config: {outcome: count}}, "skipped": {config: reason}}`` over every
     config of ``family_spec``: each that runs here is solved once and verified like a
     ``contactbench run`` cell (failures become ``failed`` rows, never exceptions)."""
-    from .env import host_environment
-    from .runner import solve_cell
-    from .verify import OUTCOMES
+    from bench.env import host_environment
+    from bench.runner import solve_cell
+    from bench.verify import OUTCOMES
 
     env = host_environment()
     counts, skipped = {}, {}
@@ -154,7 +158,7 @@ def peakmem_configs() -> list[str]:
 
 def suite_plan() -> dict[str, Any]:
     """What the asv suite parametrises over: ``{"families": {spec: [config, ...]},
-    "peakmem": [family_spec|config, ...]}``. ``python -m bench.perf`` prints it as JSON: the
+    "peakmem": [family_spec|config, ...]}``. ``python perf.py`` prints it as JSON: the
     suite reads it from a subprocess so that asv's fork server never initialises JAX (a
     process forked from an initialised XLA runtime can deadlock)."""
     return {"families": {spec: configs(spec) for spec in family_specs()}, "peakmem": peakmem_configs()}
