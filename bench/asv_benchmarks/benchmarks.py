@@ -28,6 +28,27 @@ from . import perf  # noqa: E402  (imports no JAX)
 
 # The parameters come from a subprocess: asv forks every benchmark from a server process that
 # imported this module, and a child forked from an initialised JAX runtime can deadlock.
+
+
+def _preimport_native_solvers():
+    """Import, once in asv's server, the packages of adapters that do not use JAX (cvxpy alone
+    takes 0.6 s), so each forked benchmark does not; JAX packages stay out (linrax, qpax and
+    mpax initialise JAX's runtime when imported)."""
+    import importlib
+
+    import solvers
+
+    for cls in solvers.adapters().values():
+        if "jax" in cls.REQUIRES:
+            continue
+        for module in cls.REQUIRES:
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                pass
+
+
+_preimport_native_solvers()
 PLAN = json.loads(subprocess.run([sys.executable, perf.__file__], capture_output=True, text=True,
                                  check=True).stdout)
 
