@@ -61,7 +61,7 @@ def _solve_class(spec):
     class Solve:
         params = [PLAN["families"][spec]]
         param_names = ["solver/dtype/device"]
-        timeout = 300.0
+        timeout = 120.0
 
         def setup(self, config):
             self.cell = perf.prepared_cell(spec, config, perf.ASV_N)

@@ -119,25 +119,35 @@ def prepared_cell(family_spec: str, config: str, n: int, seed: int = 0) -> Prepa
     return ready
 
 
-def outcome_counts(family_spec: str, n: int = ASV_N, seed: int = 0) -> dict[str, dict[str, Any]]:
+def outcome_counts(family_spec: str, n: int = ASV_N, seed: int = 0, timeout: float = 120.0) -> dict[str, dict[str, Any]]:
     """``{"counts": {config: {outcome: count}}, "skipped": {config: reason}}`` over every
-    config of ``family_spec``: each that runs here is solved once and verified like a
-    ``contactbench run`` cell (failures become ``failed`` rows, never exceptions)."""
-    from bench.env import host_environment
-    from bench.runner import solve_cell
+    config of ``family_spec``. The configs that run here go through the runner exactly as a
+    ``contactbench run`` would (worker processes with a ``timeout`` per cell, a wedged worker
+    killed and the cell retried, failures recorded as ``failed`` rows), so one solver that
+    hangs cannot stall the suite."""
+    import tempfile
+    from pathlib import Path
+
+    import pandas as pd
+
+    from bench.runner import run_cells
     from bench.verify import OUTCOMES
 
-    env = host_environment()
-    counts, skipped = {}, {}
+    cells, skipped = {}, {}
     for config in configs(family_spec):
         try:
-            cell = cell_for(family_spec, config, n, seed)
+            cells[config] = cell_for(family_spec, config, n, seed)
         except NotImplementedError as exc:
             skipped[config] = str(exc)
-            continue
-        rows = solve_cell(cell, env, run_id="asv")
-        found = rows["outcome"].value_counts()
-        counts[config] = {o: int(found.get(o, 0)) for o in OUTCOMES}
+    counts = {}
+    with tempfile.TemporaryDirectory(prefix="contactbench-asv-") as tmp:
+        results = run_cells(list(cells.values()), Path(tmp) / "run", "asv", timeout=timeout)
+        for config, result in zip(cells, results):
+            rows = result.rows
+            if rows is None and result.path is not None and Path(result.path).exists():
+                rows = pd.read_parquet(result.path)
+            found = rows["outcome"].value_counts() if rows is not None else pd.Series(dtype=int)
+            counts[config] = {o: int(found.get(o, 0)) for o in OUTCOMES}
     return {"counts": counts, "skipped": skipped}
 
 
