@@ -271,8 +271,13 @@ def publish(run_dirs: list[Path | str], out: Path | str) -> Site:
         table["sgm_us"] = [shifted_geometric_mean(frows.loc[frows["config"] == c, "us_per_lp"]
                                                   .groupby(frows["cell_id"]).median().to_numpy())
                            for c in table["config"]]
-        times = case_times(frows)
-        profile = performance_profile(times)
+        profile, profile_cases = {}, 0
+        kinds = sorted(frows["kind"].unique())
+        for kind in kinds:  # ratios only among configurations that solved the same cases
+            times = case_times(frows[frows["kind"] == kind])
+            profile_cases += len(times)
+            for config, curve in performance_profile(times).items():
+                profile[config if len(kinds) == 1 else f"{config} ({kind})"] = curve
         drill, drill_configs, drill_total = disagreements(frows)
         slug = f"family-{_slug(str(family))}.html"  # as in families_nav
         columns = ["rank", "solver_label", "device", "dtype", "kind", "scenes", "n", *TABLE_OUTCOMES,
@@ -289,7 +294,7 @@ def publish(run_dirs: list[Path | str], out: Path | str) -> Site:
         page = env.get_template("family.html.j2").render(
             **common, family=info, columns=columns, table=_records(table[columns]),
             scatter=_plot_json(scatter_figure(table)), profile=_plot_json(profile_figure(profile)),
-            profile_cases=len(times), scatter_traces=int(table["solver_label"].nunique()),
+            profile_cases=profile_cases, scatter_traces=int(table["solver_label"].nunique()),
             profile_traces=len(profile), drill=_records(drill), drill_columns=list(drill.columns),
             drill_configs=drill_configs, drill_total=drill_total, drill_limit=MAX_DRILL_CASES)
         (out / slug).write_text(page, encoding="utf-8")
