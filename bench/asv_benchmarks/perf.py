@@ -14,6 +14,7 @@ that are not installed and GPU devices that are not present: ``prepared_cell`` r
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,12 +91,8 @@ class PreparedCell:
     def run(self):
         """One timed solve of the whole batch; blocks until JAX results are ready."""
         raw = self.adapter.run(self.prepared)
-        if type(raw).__module__.startswith("jax") or any(type(r).__module__.startswith("jax")
-                                                         for r in (raw if isinstance(raw, tuple) else ())):
-            import jax
-
-            jax.block_until_ready(raw)
-        return raw
+        jax = sys.modules.get("jax")  # loaded by any JAX adapter; numpy results pass through
+        return jax.block_until_ready(raw) if jax is not None else raw
 
     def solution(self):
         """The batch solution of one run (``BatchSolution``)."""
