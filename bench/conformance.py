@@ -144,6 +144,20 @@ CASES: list[Case] = [
     Case("socp_outside_cone", "one foot, the wrench demands a force outside its cone", [0, 0, 0],
          np.eye(3), [1, 1, 0], *_none(3), P=2 * np.eye(3), lb=[-np.inf] * 3, cones=[[1, 0, 2]],
          cone_mu=[0.5], expect="infeasible", structure="force-socp"),
+    # Textbook edge LPs (issue 12): each once broke an adapter's status or raised.
+    Case("lp_unbounded_zero_column", "min -x0 - x1 s.t. x2 <= 2: x0, x1 appear in no row",
+         [-1, -1, 0], *_none(3), [[0, 0, 1]], [2], expect="unbounded"),
+    Case("lp_no_rows", "min x0 + x1 with no constraint rows (x >= 0 only)", [1, 1], *_none(2), *_none(2),
+         objective=0.0, x=[0, 0]),
+    Case("lp_no_rows_unbounded", "min -x0 with no constraint rows", [-1], *_none(1), *_none(1), expect="unbounded"),
+    Case("lp_free_eq_only_unbounded", "min x0 + 2 x1 + 3 x2 s.t. x0 + x1 + x2 = 1, every variable free",
+         [1, 2, 3], [[1, 1, 1]], [1], *_none(3), lb=[-np.inf] * 3, expect="unbounded"),
+    Case("lp_degenerate_fan", "c = -1, A_eq = [cos t_k - 1; sin t_k], t_k = 2 pi k / 21 (k = 1..20), b = 0: "
+         "only x = 0 is feasible", -np.ones(20),
+         np.vstack([np.cos(2 * np.pi * np.arange(1, 21) / 21) - 1, np.sin(2 * np.pi * np.arange(1, 21) / 21)]),
+         [0, 0], *_none(20), objective=0.0, x=np.zeros(20)),
+    Case("lp_inconsistent_eq", "x0 + x1 = 1 and x0 + x1 = 2", [1, 1], [[1, 1], [1, 1]], [1, 2], *_none(2),
+         expect="infeasible"),
     Case("socp_projection", "Euclidean projection of (f_y, f_x) = (0, 2) onto the mu = 0.5 cone",
          [-2, 0, 0], *_none(3), *_none(3), P=np.eye(3), lb=[-np.inf] * 3, cones=[[1, 0, 2]], cone_mu=[0.5],
          objective=-0.4, x=[0.4, 0.8, 0]),
@@ -158,6 +172,8 @@ ADAPTER_TABLE: dict[str, dict[str, Any]] = {
         "known": {
             ("*", "lp_badly_scaled"): "linrax's ratio test skips pivots <= dual_tol (1e-6), so the row scaled 1e-6 "
                                       "is ignored and the LP is declared unbounded",
+            ("*", "lp_degenerate_fan"): "linrax 0.3.0 declares this bounded, degenerate LP unbounded (its ratio "
+                                        "test finds no pivot above dual_tol on the degenerate vertex x = 0)",
             ("*", "lp_artificial_left_basic"): "linrax 0.3.0 marks basic artificials in phase 2 with '>' and misses "
                                                "the first (its index equals the right-hand-side column's): it "
                                                "returns x = (1, 0), violating x1 = 0, and calls it optimal",
@@ -179,7 +195,8 @@ ADAPTER_TABLE: dict[str, dict[str, Any]] = {
             ("float64", "lp_free_variable"): "qpax's interior point does not converge on an LP with a free "
                                              "variable (MAX_ITER)",
             ("*", "*infeasible*"): "qpax does not detect infeasibility (ends MAX_ITER)",
-            ("*", "lp_unbounded"): "qpax does not detect unboundedness (ends MAX_ITER)",
+            ("*", "lp_*unbounded*"): "qpax does not detect unboundedness (ends MAX_ITER)",
+            ("*", "lp_inconsistent_eq"): "qpax does not detect infeasibility (ends MAX_ITER)",
             ("float64", "lp_redundant_eq_rows"): "rank-deficient equality rows: Cholesky gives NaN (linear_solver=qr fixes it)",
             ("float64", "qp_rank_deficient_eq"): "rank-deficient equality rows: Cholesky gives NaN (linear_solver=qr fixes it)",
             ("float64", "lp_badly_scaled"): "interior point in 30 iterations does not reach 1e-5 on rows scaled 1e-6/1e3",
@@ -193,6 +210,8 @@ ADAPTER_TABLE: dict[str, dict[str, Any]] = {
             ("float32", "lp_badly_scaled"): "first-order method in float32: the 1e-6 row is not resolved "
                                             "within 20000 iterations",
             ("float32", "lp_unbounded"): "unboundedness not detected in float32 within 20000 iterations (MAX_ITER)",
+            ("*", "lp_no_rows*"): "MPAX fails on an LP with no constraint rows; given the vacuous row 0 @ x <= 1 "
+                                  "instead, its PDHG does not converge within 20000 iterations (MAX_ITER)",
         },
     },
     "osqp": {"atol": {"float64": 5e-3},
@@ -211,8 +230,8 @@ ADAPTER_TABLE: dict[str, dict[str, Any]] = {
             **{("*", case): "ProxQP with its defaults (no duality-gap check) stops at a feasible, non-optimal LP "
                             "point and reports PROXQP_SOLVED (profile high_accuracy turns the check on)"
                for case in ("lp_eq_and_ub", "lp_negative_eq_rhs", "lp_negative_ub_rhs", "lp_degenerate_vertex",
-                            "lp_no_eq_rows", "lp_one_row")},
-            ("*", "lp_unbounded"): "ProxQP does not detect this unbounded LP (PROXQP_MAX_ITER_REACHED)",
+                            "lp_no_eq_rows", "lp_one_row", "lp_no_rows")},
+            ("*", "lp_*unbounded*"): "ProxQP does not detect this unbounded LP (PROXQP_MAX_ITER_REACHED)",
             ("*", "lp_badly_scaled"): "ProxQP declares the LP with rows scaled 1e-6 / 1e3 primal infeasible",
         },
     },
@@ -395,6 +414,9 @@ def bad_input_failures(adapter: solvers.Adapter) -> list[str]:
         for label, args in (
             ("NaN in b_eq", ([1.0, 1.0], [[1.0, 1.0]], [np.nan], np.zeros((0, 2)), np.zeros(0))),
             ("A_eq with 3 columns for 2 variables", ([1.0, 1.0], [[1.0, 1.0, 1.0]], [1.0], np.zeros((0, 2)), np.zeros(0))),
+            ("complex c", (np.array([1.0 + 1j, 1.0]), [[1.0, 1.0]], [1.0], np.zeros((0, 2)), np.zeros(0))),
+            ("no variables", (np.zeros(0), np.zeros((1, 0)), [1.0], np.zeros((0, 0)), np.zeros(0))),
+            ("b_ub at 1e25, past every solver's infinity", ([-1.0], np.zeros((0, 1)), np.zeros(0), [[1.0]], [1e25])),
         ):
             try:
                 adapter.solve(*args)
@@ -423,7 +445,26 @@ def conformance_adapter(name: str, dtype: str, cache: dict | None = None) -> sol
 
 def check_ids() -> list[str]:
     """Every check the suite runs per (adapter, dtype): the cases, then the generic checks."""
-    return [c.id for c in CASES] + ["solve_batch_equals_loop", "float32_close_to_float64", "bad_input"]
+    return [c.id for c in CASES] + ["solve_batch_equals_loop", "float32_close_to_float64", "bad_input",
+                                    "optimal_implies_finite"]
+
+
+def optimal_finite_failures(adapter: solvers.Adapter) -> list[str]:
+    """On every case the adapter takes: it returns a status (or refuses with ProblemError),
+    and OPTIMAL comes with a finite ``x`` and objective (the base class's contract)."""
+    out = []
+    for case in CASES:
+        if applicable(type(adapter), case):
+            continue
+        try:
+            s = adapter.solve(*case.arrays(), **case.extra())
+        except ProblemError:
+            continue
+        if not isinstance(s.status, Status):
+            out.append(f"{case.id}: status {s.status!r} is not a Status")
+        elif s.status is Status.OPTIMAL and not (np.all(np.isfinite(s.x)) and np.isfinite(s.objective)):
+            out.append(f"{case.id}: OPTIMAL with x = {s.x}, objective {s.objective}")
+    return out
 
 
 def run_check(name: str, dtype: str, check_id: str, cache: dict | None = None) -> tuple[str, str]:
@@ -448,6 +489,8 @@ def run_check(name: str, dtype: str, check_id: str, cache: dict | None = None) -
             failures = batch_failures(adapter, atol)
         elif check_id == "bad_input":
             failures = bad_input_failures(adapter)
+        elif check_id == "optimal_implies_finite":
+            failures = optimal_finite_failures(adapter)
         else:
             failures = float32_failures(name, atol, cache)
     except Exception as exc:  # an adapter crash is a failure of that check, reported with its type

@@ -4,8 +4,19 @@ cached on disk by content hash.
 For LP-1 the reference is ``ref_delta`` (HiGHS' optimum), ``truth`` (``supported`` when
 ``ref_delta <= reference_delta``) and ``ref_verdict`` (the verifier's verdict of HiGHS'
 own answer, as a cross-check); cases with ``reference_delta < ref_delta <= ambiguous_delta``
-(unsupported by less than the witness tolerance) are marked ``ambiguous``. For exits it is ``ref_exit``: HiGHS' ``t`` when verified, else 0 (an exit
-LP of an unsupported scene is infeasible, and its checked exit is 0 by definition).
+(unsupported by less than the witness tolerance) are marked ``ambiguous``. For exits it is
+``ref_exit`` (HiGHS' ``t`` when verified, else 0) and ``ref_verdict``: ``verified``,
+``infeasible`` (HiGHS' dual ray passes the Farkas check: support is already lost, the exit
+is 0) or ``uncertain`` (every solver's outcome on such a case is ``uncertain``).
+
+Trust rules:
+
+* the reference solvers are the built-in adapter classes, imported directly; a plug-in
+  that registers the name ``highs`` or ``clarabel`` cannot stand in for them;
+* the cache stores the reference's *answers* (``x``, duals, status) with the solver's
+  identity, version and options in the key, and the rows are recomputed from them by the
+  verifier on every load; a cached entry whose recomputed truth contradicts the truth it
+  was stored with, or that does not read back, is recomputed and replaced.
 """
 
 from __future__ import annotations
@@ -13,18 +24,25 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import warnings
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from problems import ProblemBatch
-from solvers import get
+from solvers import BatchSolution, Status
+from solvers.clarabel_ import ClarabelAdapter
+from solvers.highs_ import HighsAdapter
 
 from .verify import DEFAULT_TOLERANCES, Tolerances, verify_exit, verify_lp1, verify_qp
 
 CACHE_ENV = "CONTACTBENCH_CACHE"
-REFERENCE_VERSION = "3"
+REFERENCE_VERSION = "4"
+#: the reference solvers: (adapter class, its pip distribution, profile), never from the registry
+LP_REFERENCE = (HighsAdapter, "highspy", "default")
+QP_REFERENCE = (ClarabelAdapter, "clarabel", "high_accuracy")
 
 
 def default_cache_dir() -> Path:
@@ -32,18 +50,50 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV, "results/cache")) / "reference"
 
 
-QP_REFERENCE = ("clarabel", {"profile": "high_accuracy"})
+def reference_solver(batch: ProblemBatch) -> tuple:
+    """``(adapter class, distribution, profile)`` of the reference for ``batch``'s kind."""
+    return QP_REFERENCE if batch.kind in ("qp", "socp") else LP_REFERENCE
 
 
-def compute_qp_reference(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
-    """QP / SOCP reference: Clarabel (interior point, float64, gap and feasibility 1e-10).
+def reference_identity(batch: ProblemBatch) -> dict[str, str]:
+    """Which solver, at which version and with which options, computes ``batch``'s reference."""
+    cls, dist, profile = reference_solver(batch)
+    try:
+        dist_version = version(dist)
+    except PackageNotFoundError:
+        dist_version = "unknown"
+    adapter = cls(profile)
+    return {"solver": f"{cls.__module__}.{cls.__qualname__}", "package": dist, "version": dist_version,
+            "profile": profile, "options": json.dumps(adapter.native_options(), sort_keys=True, default=str)}
 
-    ``truth`` is ``feasible`` when Clarabel's answer passes the verifier's primal check,
-    ``infeasible`` when Clarabel says so, else ``unknown`` (every solver's outcome on such a
-    case is ``uncertain``). ``ref_objective`` is recomputed from its ``x``.
-    """
-    name, settings = QP_REFERENCE
-    solution = get(name, **settings).solve_batch(*batch.arrays(), **batch.extra())
+
+def solve_reference(batch: ProblemBatch) -> BatchSolution:
+    """The reference solver's raw answers for ``batch`` (float64, built-in code path)."""
+    cls, _, profile = reference_solver(batch)
+    return cls(profile).solve_batch(*batch.arrays(), **batch.extra())
+
+
+def reference_rows(batch: ProblemBatch, solution: BatchSolution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
+    """Reference rows (see module docstring) from the reference solver's answers."""
+    if batch.kind in ("qp", "socp"):
+        return _qp_rows(batch, solution, tol)
+    if batch.kind == "lp1":
+        checked = verify_lp1(batch, solution, tol)
+        delta = solution.objective
+        truth = np.where(delta <= tol.reference_delta, "supported", "unsupported")
+        ambiguous = (delta > tol.reference_delta) & (delta <= tol.ambiguous_delta)
+        return pd.DataFrame({"ref_delta": delta, "truth": truth, "ref_verdict": checked["verdict"],
+                             "ambiguous": ambiguous})
+    checked = verify_exit(batch, solution, tol)
+    return pd.DataFrame({"ref_exit": checked["exit"], "ref_verdict": checked["verdict"]})
+
+
+def _qp_rows(batch: ProblemBatch, solution: BatchSolution, tol: Tolerances) -> pd.DataFrame:
+    """QP / SOCP reference rows: ``truth`` is ``feasible`` when the reference's ``x`` passes
+    the verifier's primal check, ``infeasible`` when its duals are a certificate (or the
+    equality rows have no least-squares solution, itself a certificate), else ``unknown``
+    (every solver's outcome on such a case is ``uncertain``). ``ref_objective`` is
+    recomputed from its ``x``."""
     checked = verify_qp(batch, solution, tol)
     truth = np.select([checked["verdict"] == "feasible", checked["verdict"] == "infeasible"],
                       ["feasible", "infeasible"], default="unknown")
@@ -53,6 +103,11 @@ def compute_qp_reference(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANC
     return pd.DataFrame({"truth": truth, "ref_objective": np.where(truth == "feasible", checked["qp_objective"], np.nan),
                          "ref_verdict": checked["verdict"], "ref_status": checked["said"],
                          "ref_primal_residual": checked["primal_residual"]})
+
+
+def compute_qp_reference(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
+    """QP / SOCP reference rows, solved now (Clarabel, float64, gap and feasibility 1e-10)."""
+    return _qp_rows(batch, solve_reference(batch), tol)
 
 
 def equalities_consistent(batch: ProblemBatch, rtol: float = 1e-9) -> np.ndarray:
@@ -69,37 +124,77 @@ def equalities_consistent(batch: ProblemBatch, rtol: float = 1e-9) -> np.ndarray
 
 def compute_reference(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
     """Solve every problem of ``batch`` in float64 (LPs: HiGHS; QPs/SOCPs: Clarabel) and
-    return the reference rows."""
-    if batch.kind in ("qp", "socp"):
-        return compute_qp_reference(batch, tol)
-    solution = get("highs").solve_batch(*batch.arrays())
-    if batch.kind == "lp1":
-        checked = verify_lp1(batch, solution, tol)
-        delta = solution.objective
-        truth = np.where(delta <= tol.reference_delta, "supported", "unsupported")
-        ambiguous = (delta > tol.reference_delta) & (delta <= tol.ambiguous_delta)
-        return pd.DataFrame({"ref_delta": delta, "truth": truth, "ref_verdict": checked["verdict"],
-                             "ambiguous": ambiguous})
-    checked = verify_exit(batch, solution, tol)
-    return pd.DataFrame({"ref_exit": checked["exit"], "ref_verdict": checked["verdict"]})
+    return the reference rows (no cache)."""
+    return reference_rows(batch, solve_reference(batch), tol)
+
+
+_SOLUTION_ARRAYS = ("x", "y_eq", "y_ub", "objective", "iterations")
+
+
+def _save_solution(path: Path, solution: BatchSolution, truth: np.ndarray, identity: dict[str, str]) -> None:
+    """Write the reference's answers, the truth they gave and the solver identity as one
+    ``.npz`` (no pickle), atomically; a failed write leaves no temporary file."""
+    arrays = {k: np.asarray(getattr(solution, k)) for k in _SOLUTION_ARRAYS}
+    arrays["status"] = np.array([s.value for s in solution.status], dtype="U32")
+    arrays["native_status"] = np.asarray(solution.native_status, dtype=str)
+    arrays["truth"] = np.asarray(truth, dtype=str)
+    arrays["identity"] = np.array(json.dumps(identity, sort_keys=True))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _load_solution(path: Path) -> tuple[BatchSolution, np.ndarray]:
+    with np.load(path, allow_pickle=False) as data:
+        n = len(data["objective"])
+        solution = BatchSolution(
+            x=data["x"], y_eq=data["y_eq"], y_ub=data["y_ub"], objective=data["objective"],
+            status=np.array([Status(v) for v in data["status"]], dtype=object), iterations=data["iterations"],
+            native_status=data["native_status"].astype(object), message=np.array([""] * n, dtype=object))
+        return solution, data["truth"].astype(str)
+
+
+def _truth_of(rows: pd.DataFrame) -> np.ndarray:
+    """What the cache vouches for per case: the truth and the verifier's verdict of the
+    reference's own answer (``truth|verdict``); a load must reproduce both exactly."""
+    truth = rows["truth"].astype(str) if "truth" in rows else pd.Series([""] * len(rows))
+    return (truth + "|" + rows["ref_verdict"].astype(str)).to_numpy()
+
+
+def cache_path(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES, cache_dir: Path | str | None = None) -> Path:
+    """Where ``batch``'s reference answers are cached: the key hashes the batch's content,
+    the tolerances and the reference solver's identity (class, package version, options)."""
+    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    key = hashlib.sha256(json.dumps({"tol": tol.as_dict(), "solver": reference_identity(batch)},
+                                    sort_keys=True).encode()).hexdigest()[:12]
+    return directory / f"v{REFERENCE_VERSION}-{batch.content_hash()[:32]}-{key}.npz"
 
 
 def reference(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES,
               cache_dir: Path | str | None = None) -> pd.DataFrame:
-    """Reference rows for ``batch`` (see module docstring), from the cache when present.
-
-    The cache key is the batch's content hash plus the tolerances, so changing either
-    recomputes. Files are written atomically (temp name, then rename).
-    """
-    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    tol_digest = hashlib.sha256(json.dumps(tol.as_dict(), sort_keys=True).encode()).hexdigest()[:8]
-    key = f"{batch.content_hash()[:32]}-{tol_digest}"
-    path = directory / f"v{REFERENCE_VERSION}-{key}.parquet"
+    """Reference rows for ``batch`` (see module docstring), from the cache when it holds a
+    sound entry (see ``cache_path``); rows are always recomputed from the cached answers."""
+    path = cache_path(batch, tol, cache_dir)
     if path.exists():
-        return pd.read_parquet(path)
-    rows = compute_reference(batch, tol)
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    rows.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
+        try:
+            solution, stored_truth = _load_solution(path)
+            if len(solution) == len(batch):
+                rows = reference_rows(batch, solution, tol)
+                if np.array_equal(_truth_of(rows), stored_truth):
+                    return rows
+            warnings.warn(f"reference cache {path}: contradicts its stored verdicts; recomputing", stacklevel=2)
+        except Exception as exc:  # unreadable or foreign: recompute, never trust it
+            warnings.warn(f"reference cache {path}: unreadable ({type(exc).__name__}: {exc}); recomputing",
+                          stacklevel=2)
+    solution = solve_reference(batch)
+    rows = reference_rows(batch, solution, tol)
+    try:
+        _save_solution(path, solution, _truth_of(rows), reference_identity(batch))
+    except OSError as exc:  # a read-only or full cache costs a recomputation next time, nothing else
+        warnings.warn(f"reference cache {path}: not written ({exc})", stacklevel=2)
     return rows

@@ -96,6 +96,7 @@ def failed_rows(cell: Cell, batch: problems.ProblemBatch, ref: pd.DataFrame, env
 
 def _timed_solve(adapter, batch: problems.ProblemBatch, repeats: int):
     problem = check_standard_form(*batch.arrays(), **batch.extra(), batched=True)
+    adapter.validate(problem)
     prepared = adapter.prepare(problem)
     t0 = time.perf_counter()
     raw = adapter.run(prepared)
@@ -105,7 +106,7 @@ def _timed_solve(adapter, batch: problems.ProblemBatch, repeats: int):
         t0 = time.perf_counter()
         raw = adapter.run(prepared)
         times.append(time.perf_counter() - t0)
-    return adapter.collect(raw, prepared), first, np.array(times)
+    return adapter.finish(raw, prepared), first, np.array(times)
 
 
 def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | None = None,
@@ -142,7 +143,8 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
             checked[f"extra_{key}"] = np.asarray(values, dtype=float)
     else:
         checked = verify_exit(batch, solution, DEFAULT_TOLERANCES)
-        outcome = exit_outcomes(checked["verdict"], checked["exit"], ref["ref_exit"], DEFAULT_TOLERANCES)
+        outcome = exit_outcomes(checked["verdict"], checked["exit"], ref["ref_exit"], ref["ref_verdict"],
+                                DEFAULT_TOLERANCES)
     median_ms = float(np.median(times) * 1e3)
     q75, q25 = np.percentile(times * 1e3, [75, 25])
     cell_cols = {

@@ -11,24 +11,27 @@ A solver's own success flag is never trusted. For LP-1 a case is
   returned NaN/inf (or crashed / timed out: the harness writes those rows).
 
 For an exit LP (LP-2) the returned ``(lam, t)`` is checked the same way against
-``W lam = need + t u``; a failed check sets the exit to 0, so a solver error can shrink
-a margin, never enlarge it.
+``W lam = need + t u`` (``verified``), or its duals as a Farkas certificate of the exit
+LP (``infeasible``: support is already lost); an unverified answer counts as an exit of
+0 for margins, so a solver error can shrink a margin, never enlarge it.
 
-Against the float64 reference each case is ``correct``, ``false_accept`` (unsafe:
-said supported, is not; for exits: claims a larger exit than the reference),
-``false_reject``, ``uncertain`` or ``failed``.
+Against the float64 reference each case is ``correct`` (only ever for a verified answer:
+a witness, a certificate, or a feasible ``x`` within the gap), ``false_accept`` (unsafe:
+said supported, is not; for exits: a verified exit larger than the reference's),
+``false_reject``, ``uncertain`` or ``failed``. No solver status decides an outcome.
 
 QP and SOCP kinds (``verify_qp``) are checked from the standard form alone: relative
 primal residuals (equalities, inequalities, bounds, cones), the KKT stationarity
 residual where the solver returned duals, the objective recomputed from ``x`` and its
 relative gap to the high-accuracy reference. A case's ``verdict`` is ``feasible`` (the
-primal check passes), ``infeasible`` (the solver said so; ``certified`` tells whether its
-duals form a Farkas certificate for problems without cones), ``uncertain`` (an ``x`` that
-fails the check) or ``failed`` (no finite ``x``). Outcomes (``qp_outcomes``): ``correct``
-(feasible within ``qp_gap`` of the reference optimum, or infeasible when the reference is),
-``suboptimal`` (feasible but farther from the optimum), ``false_accept`` (the solver said
-optimal but its forces violate the constraints, or the reference is infeasible: unsafe
-forces), ``false_reject`` (said infeasible, the reference solved it), ``uncertain``,
+primal check passes), ``infeasible`` (the duals pass ``farkas_check``, cones included:
+the cone multipliers are reconstructed from ``A^T y``), ``uncertain`` (an ``x`` that fails
+the check, or an infeasibility claim without a certificate) or ``failed`` (no finite
+``x`` and no claim). Outcomes (``qp_outcomes``): ``correct`` (feasible within ``qp_gap``
+of the reference optimum, or certified infeasible when the reference is), ``suboptimal``
+(feasible but farther from the optimum), ``false_accept`` (the solver said optimal but its
+forces violate the constraints, or the reference is infeasible: unsafe forces),
+``false_reject`` (certified infeasible, the reference solved it), ``uncertain``,
 ``failed``.
 """
 
@@ -145,7 +148,15 @@ def verify_lp1(batch: ProblemBatch, solution: BatchSolution, tol: Tolerances = D
 
 
 def verify_exit(batch: ProblemBatch, solution: BatchSolution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
-    """Per-LP checked exits for an exit batch: ``exit`` is ``t`` when verified, else 0."""
+    """Per-LP checked exits for an exit batch.
+
+    ``verdict`` is ``verified`` (``(lam, t)`` passes the witness check with
+    ``0 <= t <= cap``), ``infeasible`` (the duals are a Farkas certificate of the exit LP:
+    no ``t`` in ``[0, cap]`` keeps the scene held), ``uncertain`` (an answer that proves
+    neither) or ``failed`` (no finite answer and no claim). ``exit`` is ``t`` when verified,
+    else 0: an unverified answer can shrink a margin, never enlarge it. The solver's
+    status is not read.
+    """
     if batch.kind != "exit":
         raise ValueError(f"batch.kind: expected 'exit', got {batch.kind!r}")
     k = batch.k
@@ -154,13 +165,15 @@ def verify_exit(batch: ProblemBatch, solution: BatchSolution, tol: Tolerances = 
     with np.errstate(invalid="ignore"):
         in_range = (t >= -tol.negative) & (t <= batch.cap * (1 + tol.residual))
     ok = wit["witness_ok"].to_numpy() & in_range
-    # No primal is an answer when the solver says infeasible (it is, for an unsupported
-    # scene); it cannot be verified, so it counts as an exit of 0 like any unverified one.
-    said_infeasible = np.asarray(solution.status == Status.INFEASIBLE, dtype=bool)
-    answered = _finite_rows(solution.x) | said_infeasible
-    verdict = np.where(ok, "verified", np.where(answered, "uncertain", "failed"))
-    exit_value = np.where(ok, np.clip(t, 0.0, batch.cap), 0.0)
-    return pd.concat([pd.DataFrame({"verdict": verdict, "t": t, "exit": exit_value}), wit], axis=1)
+    cert = farkas_check(batch.A_eq, batch.b_eq, batch.A_ub, batch.b_ub, None, None, None,
+                        solution.y_eq, solution.y_ub, tol)
+    certified = cert["certificate_ok"].to_numpy()
+    # a claim of infeasibility without a proof is an answer, but an unverified one
+    answered = _finite_rows(solution.x) | np.asarray(solution.status == Status.INFEASIBLE, dtype=bool)
+    verdict = np.where(ok & ~certified, "verified",
+                       np.where(certified & ~ok, "infeasible", np.where(answered, "uncertain", "failed")))
+    exit_value = np.where(verdict == "verified", np.clip(t, 0.0, batch.cap), 0.0)
+    return pd.concat([pd.DataFrame({"verdict": verdict, "t": t, "exit": exit_value}), wit, cert], axis=1)
 
 
 def lp1_outcomes(verdict: pd.Series, truth: pd.Series, ambiguous: pd.Series | None = None) -> np.ndarray:
@@ -177,15 +190,31 @@ def lp1_outcomes(verdict: pd.Series, truth: pd.Series, ambiguous: pd.Series | No
     )
 
 
-def exit_outcomes(verdict: pd.Series, exit_value: pd.Series, ref_exit: pd.Series,
+def exit_outcomes(verdict: pd.Series, exit_value: pd.Series, ref_exit: pd.Series, ref_verdict: pd.Series,
                   tol: Tolerances = DEFAULT_TOLERANCES) -> np.ndarray:
-    """Outcome per exit LP: agree with the reference exit, over-claim, under-claim, or not verified."""
+    """Outcome per exit LP against the reference.
+
+    ``correct`` needs a proof: a verified exit within ``exit_abs + exit_rel * ref`` of the
+    reference's, or a certified ``infeasible`` where the reference's exit is 0 (support
+    already lost). A verified exit above the band is ``false_accept`` (it claims more
+    margin than there is), below it ``false_reject``; a certificate where the reference
+    verified an exit above the band is ``false_reject``. ``uncertain`` and ``failed``
+    verdicts keep their names whatever their (zeroed) exit, and every case whose
+    reference is itself unproven (``ref_verdict`` neither ``verified`` nor ``infeasible``)
+    is ``uncertain``.
+    """
     v = np.asarray(verdict)
     e, r = np.asarray(exit_value, float), np.asarray(ref_exit, float)
+    rv = np.asarray(ref_verdict, dtype=object)
     band = tol.exit_abs + tol.exit_rel * np.abs(r)
+    ref_known = (rv == "verified") | (rv == "infeasible")
+    verified, certified = v == "verified", v == "infeasible"
     return np.select(
-        [v == "failed", np.abs(e - r) <= band, e > r + band, v == "uncertain"],
-        ["failed", "correct", "false_accept", "uncertain"], default="false_reject",
+        [v == "failed", v == "uncertain", ~ref_known,
+         verified & (np.abs(e - r) <= band), verified & (e > r + band), verified,
+         certified & (r <= band), certified],
+        ["failed", "uncertain", "uncertain", "correct", "false_accept", "false_reject", "correct", "false_reject"],
+        default="uncertain",
     )
 
 
@@ -232,27 +261,66 @@ def _qp_dual(batch: ProblemBatch, solution: BatchSolution) -> np.ndarray:
     return np.where(ok, out, np.nan)
 
 
-def _qp_certificate(batch: ProblemBatch, solution: BatchSolution, tol: Tolerances) -> np.ndarray:
-    """True where the duals prove infeasibility (problems without cones; see module docstring
-    of ``solvers.types`` for the sign convention): ``A^T y`` is 0 on free variables and
-    <= 0 on bounded ones, ``y_ub <= 0``, and ``b @ y - lb @ (A^T y)`` > 0 (unit max-norm y)."""
-    y_eq, y_ub = solution.y_eq, solution.y_ub
-    B = len(y_eq)
-    if batch.cones is not None and len(batch.cones):
-        return np.zeros(B, bool)
+def farkas_check(A_eq: np.ndarray, b_eq: np.ndarray, A_ub: np.ndarray, b_ub: np.ndarray,
+                 lb: np.ndarray | None, cones: np.ndarray | None, cone_mu: np.ndarray | None,
+                 y_eq: np.ndarray, y_ub: np.ndarray, tol: Tolerances) -> pd.DataFrame:
+    """Float64 check that ``(y_eq, y_ub)`` proves a standard-form problem infeasible.
+
+    Shapes: ``A_eq`` (B, m_eq, n), ``b_eq`` (B, m_eq), ``A_ub`` (B, m_ub, n), ``b_ub``
+    (B, m_ub), ``lb`` (B, n) or None (zeros), ``cones`` (K, 3) indices ``(n, t1, t2)``
+    and ``cone_mu`` (B, K) or None; duals ``y_eq`` (B, m_eq), ``y_ub`` (B, m_ub) in the
+    project's sign convention (a certificate has ``y_ub <= 0``).
+
+    With ``y`` scaled to unit max-norm and ``g = A_eq^T y_eq + A_ub^T y_ub``, every
+    feasible ``x`` has ``g @ x >= b @ y``. ``g`` is split into a bound part ``g_b`` and a
+    cone part ``g_k`` with ``-g_k`` in the dual cone ``{(a, b): a >= mu |b|}`` (so
+    ``g_k @ x <= 0`` on the cone): ``g_b = 0`` on free and tangential variables, ``<= 0``
+    on bounded ones, and on a cone's normal ``g_b = min(g_n + mu |g_t|, 0)`` where its
+    bound is finite and ``>= 0``. Then ``g @ x <= lb @ g_b``, so ``b @ y - lb @ g_b > 0``
+    is a contradiction. Columns: ``cert_gap`` (the largest violation of the sign
+    conditions, <= ``tol.certificate`` to pass), ``cert_value`` (``b @ y - lb @ g_b``,
+    > ``tol.certificate`` to pass), ``certificate_ok``. Cone index triples must be
+    disjoint (``check_standard_form`` enforces it), else the split is not sound.
+    """
+    B, n = A_eq.shape[0], A_eq.shape[2]
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         y = np.concatenate([y_eq, y_ub], axis=1)
         scale = np.max(np.abs(y), axis=1, initial=0.0)
         ye, yu = y_eq / scale[:, None], y_ub / scale[:, None]
-        g = np.einsum("bmn,bm->bn", batch.A_eq, ye) + np.einsum("bmn,bm->bn", batch.A_ub, yu)
-        lb = batch.lb if batch.lb is not None else np.zeros_like(g)
-        free = ~np.isfinite(lb)
-        gap = np.max(np.where(free, np.abs(g), g), axis=1, initial=-np.inf)
-        gap = np.maximum(gap, np.max(yu, axis=1, initial=-np.inf))
-        value = (np.einsum("bm,bm->b", batch.b_eq, ye) + np.einsum("bm,bm->b", batch.b_ub, yu)
-                 - np.sum(np.where(free, 0.0, np.where(free, 0.0, lb) * g), axis=1))
+        g = np.einsum("bmn,bm->bn", A_eq, ye) + np.einsum("bmn,bm->bn", A_ub, yu)
+        lb_ = np.zeros((B, n)) if lb is None else lb
+        free = ~np.isfinite(lb_)
+        lb0 = np.where(free, 0.0, lb_)
+        in_cone = np.zeros(n, bool)
+        gap_parts = [np.max(yu, axis=1, initial=-np.inf)]
+        g_b = np.where(free, 0.0, g)
+        if cones is not None and len(cones):
+            idx = np.asarray(cones)
+            mu = np.broadcast_to(np.asarray(cone_mu, float), (B, len(idx)))
+            in_cone[idx.ravel()] = True
+            g_n, g_t = g[:, idx[:, 0]], np.hypot(g[:, idx[:, 1]], g[:, idx[:, 2]])
+            residual = g_n + mu * g_t  # <= 0: -g on this cone lies in its dual cone
+            gap_parts.append(np.max(residual, axis=1))
+            normal_lb = lb_[:, idx[:, 0]]
+            use = np.isfinite(normal_lb) & (normal_lb >= 0)
+            g_b[:, idx[:, 1]] = 0.0
+            g_b[:, idx[:, 2]] = 0.0
+            g_b[:, idx[:, 0]] = np.where(use, np.minimum(residual, 0.0), 0.0)
+        plain = ~in_cone[None, :]
+        gap_parts.append(np.max(np.where(plain & free, np.abs(g), np.where(plain, g, -np.inf)), axis=1,
+                                initial=-np.inf))
+        gap = np.maximum.reduce(gap_parts)
+        value = (np.einsum("bm,bm->b", b_eq, ye) + np.einsum("bm,bm->b", b_ub, yu)
+                 - np.sum(lb0 * g_b, axis=1))
     ok = (scale > 0) & (gap <= tol.certificate) & (value > tol.certificate)
-    return ok & _finite_rows(y_eq) & _finite_rows(y_ub)
+    ok &= _finite_rows(y_eq) & _finite_rows(y_ub) & ~np.isnan(gap) & np.isfinite(value)
+    return pd.DataFrame({"cert_gap": gap, "cert_value": value, "certificate_ok": ok})
+
+
+def _qp_certificate(batch: ProblemBatch, solution: BatchSolution, tol: Tolerances) -> pd.DataFrame:
+    """``farkas_check`` of the solver's duals against the batch's standard form."""
+    return farkas_check(batch.A_eq, batch.b_eq, batch.A_ub, batch.b_ub, batch.lb, batch.cones, batch.cone_mu,
+                        solution.y_eq, solution.y_ub, tol)
 
 
 def qp_objective(batch: ProblemBatch, x: np.ndarray) -> np.ndarray:
@@ -267,21 +335,29 @@ def qp_objective(batch: ProblemBatch, x: np.ndarray) -> np.ndarray:
 def verify_qp(batch: ProblemBatch, solution: BatchSolution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
     """Per-case verdicts and residuals for a QP / SOCP batch (see module docstring).
 
+    ``verdict``: ``feasible`` (``x`` passes the primal check), ``infeasible`` (the duals
+    pass ``farkas_check``: a certificate, whatever the solver said), ``uncertain`` (a
+    finite answer, or a claim, that proves neither; both proofs at once is uncertain
+    too) or ``failed`` (no finite ``x``, no certificate, no claim of infeasibility).
     Columns: ``verdict``, ``primal_residual``, ``eq_residual``, ``max_cone_utilization``,
-    ``dual_residual``, ``certified``, ``qp_objective`` (from ``x``), ``said``
-    (the solver's status value).
+    ``dual_residual``, ``certified``, ``cert_gap``, ``cert_value``, ``qp_objective``
+    (from ``x``), ``said`` (the solver's status value, recorded, never trusted).
     """
     if batch.kind not in ("qp", "socp"):
         raise ValueError(f"batch.kind: expected 'qp' or 'socp', got {batch.kind!r}")
     primal = _qp_primal(batch, solution.x)
+    cert = _qp_certificate(batch, solution, tol)
     said_infeasible = np.asarray(solution.status == Status.INFEASIBLE, dtype=bool)
     feasible = primal["primal_residual"].to_numpy() <= tol.qp_residual
+    certified = cert["certificate_ok"].to_numpy()
     finite = _finite_rows(solution.x)
-    verdict = np.where(said_infeasible, "infeasible",
-                       np.where(feasible, "feasible", np.where(finite, "uncertain", "failed")))
+    verdict = np.where(feasible & ~certified, "feasible",
+                       np.where(certified & ~feasible, "infeasible",
+                                np.where(finite | said_infeasible | certified, "uncertain", "failed")))
     return pd.concat([pd.DataFrame({"verdict": verdict}), primal, pd.DataFrame({
         "dual_residual": _qp_dual(batch, solution),
-        "certified": _qp_certificate(batch, solution, tol) & said_infeasible,
+        "certified": certified,
+        "cert_gap": cert["cert_gap"].to_numpy(), "cert_value": cert["cert_value"].to_numpy(),
         "qp_objective": qp_objective(batch, solution.x),
         "said": [s.value for s in solution.status],
     })], axis=1)
@@ -289,7 +365,14 @@ def verify_qp(batch: ProblemBatch, solution: BatchSolution, tol: Tolerances = DE
 
 def qp_outcomes(checked: pd.DataFrame, ref: pd.DataFrame, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
     """``outcome`` and ``rel_gap`` per case from ``verify_qp`` rows and the reference rows
-    (``truth`` feasible / infeasible / unknown, ``ref_objective``)."""
+    (``truth`` feasible / infeasible / unknown, ``ref_objective``).
+
+    ``correct`` needs a verified answer: a feasible ``x`` within ``qp_gap`` of the
+    reference optimum, or a certified ``infeasible`` where the reference is infeasible.
+    An uncertified infeasibility claim is ``uncertain``; a certificate on a problem the
+    reference solved is ``false_reject``; a feasible ``x`` on an infeasible reference,
+    or an ``x`` that fails the primal check under an OPTIMAL claim, is ``false_accept``.
+    """
     v = checked["verdict"].to_numpy()
     said_optimal = checked["said"].to_numpy() == Status.OPTIMAL.value
     truth = ref["truth"].to_numpy()
@@ -304,8 +387,9 @@ def qp_outcomes(checked: pd.DataFrame, ref: pd.DataFrame, tol: Tolerances = DEFA
          (truth == "infeasible") & (v == "infeasible"),
          (v == "infeasible"),
          v == "failed",
-         said_optimal | ((truth == "infeasible") & (v == "feasible"))],
-        ["uncertain", "correct", "suboptimal", "correct", "false_reject", "failed", "false_accept"],
+         (truth == "infeasible") & (v == "feasible"),
+         said_optimal & (v == "uncertain") & np.isfinite(checked["primal_residual"].to_numpy())],
+        ["uncertain", "correct", "suboptimal", "correct", "false_reject", "failed", "false_accept", "false_accept"],
         default="uncertain",
     )
     return pd.DataFrame({"outcome": outcome, "rel_gap": np.where(feasible_ref, gap, np.nan)})

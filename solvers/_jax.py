@@ -58,6 +58,12 @@ class JaxBatchedAdapter:
     x64 setting, and blocks until the results are ready inside the timed ``run``.
     """
 
+    #: ``"any"`` for solvers that fail on an LP with no constraint rows (linrax, mpax reduce
+    #: over the rows), ``"inequality"`` for interior-point solvers that need at least one
+    #: inequality in an LP (qpax returns NaN marked converged with none): ``prepare`` then passes
+    #: them the vacuous row ``0 @ x <= 1``, whose dual ``collect`` drops. None: no padding.
+    NEEDS_A_ROW: str | None = None
+
     #: the option every JAX adapter accepts (merged into the subclass's OPTIONS).
     @staticmethod
     def device_option():
@@ -106,7 +112,13 @@ class JaxBatchedAdapter:
         bounded = tuple(int(j) for j in np.flatnonzero(finite[0])) if len(finite) else ()
         jax = import_jax()
         dev = device(self.settings["device"])
-        arrays = [problem.c, problem.A_eq, problem.b_eq, problem.A_ub, problem.b_ub, np.where(finite, problem.lb, 0.0)]
+        A_ub, b_ub = problem.A_ub, problem.b_ub
+        no_rows = problem.m_eq + problem.m_ub == 0 if self.NEEDS_A_ROW == "any" else (
+            problem.m_ub == 0 and not np.any(finite) and problem.P is None if self.NEEDS_A_ROW == "inequality"
+            else False)
+        if no_rows:
+            A_ub, b_ub = np.zeros(problem.c.shape[:1] + (1, problem.n)), np.ones(problem.c.shape[:1] + (1,))
+        arrays = [problem.c, problem.A_eq, problem.b_eq, A_ub, b_ub, np.where(finite, problem.lb, 0.0)]
         if problem.P is not None:
             arrays.append(problem.P)
         with precision(self.dtype):
@@ -158,7 +170,7 @@ class JaxBatchedAdapter:
         objective = np.array([_forms.objective_value(problem.case(i), x64[i]) for i in range(len(x64))])
         objective = np.where(status == Status.OPTIMAL, objective, np.nan)
         return BatchSolution(
-            x=x64, y_eq=y_eq.astype(np.float64), y_ub=y_ub.astype(np.float64), objective=objective,
+            x=x64, y_eq=y_eq.astype(np.float64), y_ub=y_ub[:, :problem.m_ub].astype(np.float64), objective=objective,
             status=status, iterations=np.asarray(iterations, dtype=np.int64).reshape(len(x64)),
             native_status=np.asarray(native, dtype=object), message=np.array([""] * len(x64), dtype=object),
         )

@@ -12,17 +12,24 @@ Phases, so that the harness times only the solve:
 * ``collect(raw, prepared)``: untimed; converts to a float64 ``BatchSolution`` in the
   project's sign conventions.
 
+``validate(problem)`` (called by ``solve``, ``solve_batch`` and the harness) refuses what
+the adapter cannot take, and what its solver would silently misread: values that are not
+finite after the cast to the adapter's dtype, or at or past the solver's own infinity.
+``finish(raw, prepared)`` is ``collect`` plus the contract every adapter keeps, enforced
+here once: ``Status.OPTIMAL`` implies a finite ``x`` and objective, else the case becomes
+``NUMERICAL_ERROR`` with a message (the native status is kept).
+
 Loop adapters (one native call per case) implement ``solve_one`` and inherit the rest.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, ClassVar
 
 from .errors import ProblemError, SolverNotAvailable
-from .types import BatchSolution, Capabilities, Solution, StandardForm, check_standard_form
+from .types import BatchSolution, Capabilities, Solution, StandardForm, Status, check_standard_form
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,10 @@ class Adapter:
     REQUIRES: ClassVar[tuple[str, ...]] = ()
     #: False for adapters that only take ``x >= 0`` (lower bounds other than 0 are refused).
     GENERAL_BOUNDS: ClassVar[bool] = True
+    #: the solver's own infinity: it reads a value of this magnitude or more as infinite
+    #: (HiGHS, Clarabel: 1e20), so such inputs are refused with ``ProblemError`` rather than
+    #: silently solved as another problem. Adapters whose solver uses a larger one override it.
+    INFINITY: ClassVar[float] = 1e20
 
     def __init__(self, profile: str = "default", **overrides: Any) -> None:
         if profile not in self.SETTINGS:
@@ -154,7 +165,7 @@ class Adapter:
     def solve(self, c, A_eq, b_eq, A_ub, b_ub, *, P=None, lb=None, cones=None, cone_mu=None) -> Solution:
         """Solve one standard-form problem (see ``solvers.types``); returns a ``Solution``."""
         problem = check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P, lb=lb, cones=cones, cone_mu=cone_mu)
-        self._check_problem_class(problem)
+        self.validate(problem)
         batched = check_standard_form(
             problem.c[None], problem.A_eq[None], problem.b_eq[None], problem.A_ub[None],
             problem.b_ub[None], None if problem.P is None else problem.P[None], lb=problem.lb[None],
@@ -167,13 +178,60 @@ class Adapter:
         """Solve a batch (leading axis on every array but ``cones``); returns a ``BatchSolution``."""
         problem = check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P, lb=lb, cones=cones, cone_mu=cone_mu,
                                       batched=True)
-        self._check_problem_class(problem)
+        self.validate(problem)
         return self.solve_batch_checked(problem)
 
     def solve_batch_checked(self, problem: StandardForm) -> BatchSolution:
-        """``prepare`` + ``run`` + ``collect`` on an already validated batch."""
+        """``prepare`` + ``run`` + ``finish`` on an already validated batch."""
         prepared = self.prepare(problem)
-        return self.collect(self.run(prepared), prepared)
+        return self.finish(self.run(prepared), prepared)
+
+    def finish(self, raw: Any, prepared: Any) -> BatchSolution:
+        """``collect``, then the status contract: OPTIMAL with a non-finite ``x`` or objective
+        becomes NUMERICAL_ERROR (with a message naming what was wrong)."""
+        import numpy as np
+
+        solution = self.collect(raw, prepared)
+        optimal = np.array([s is Status.OPTIMAL for s in solution.status], dtype=bool)
+        x_ok = np.all(np.isfinite(solution.x.reshape(len(solution), -1)), axis=1)
+        obj_ok = np.isfinite(np.asarray(solution.objective, dtype=float))
+        broken = optimal & ~(x_ok & obj_ok)
+        if not np.any(broken):
+            return solution
+        status, message = solution.status.copy(), solution.message.copy()
+        for i in np.flatnonzero(broken):
+            status[i] = Status.NUMERICAL_ERROR
+            what = "x" if not x_ok[i] else "objective"
+            message[i] = (f"solver reported optimal with a non-finite {what}; recorded as numerical_error"
+                          + (f" ({message[i]})" if message[i] else ""))
+        return replace(solution, status=status, message=message)
+
+    def validate(self, problem: StandardForm) -> None:
+        """Refuse, with ``ProblemError`` naming the argument, a validated problem this adapter
+        cannot take (class, bounds, cones) or would misread (values that overflow its dtype,
+        or reach its solver's ``INFINITY``). ``-inf`` lower bounds (free variables) are fine."""
+        import numpy as np
+
+        self._check_problem_class(problem)
+        arrays = {"c": problem.c, "A_eq": problem.A_eq, "b_eq": problem.b_eq, "A_ub": problem.A_ub,
+                  "b_ub": problem.b_ub, "P": problem.P, "lb": problem.lb, "cone_mu": problem.cone_mu}
+        dtype = np.dtype(self.dtype)
+        for name, arr in arrays.items():
+            if arr is None or not arr.size:
+                continue
+            values = arr[np.isfinite(arr)] if name == "lb" else arr
+            if not values.size:
+                continue
+            biggest = float(np.max(np.abs(values)))
+            with np.errstate(over="ignore"):
+                cast_ok = np.isfinite(values.astype(dtype)).all()
+            if not cast_ok:
+                raise ProblemError(f"{name}: |value| {biggest:.3g} overflows {self.dtype} (adapter {self.NAME!r}); "
+                                   f"expected magnitudes below {float(np.finfo(dtype).max):.3g}")
+            if biggest >= self.INFINITY:
+                raise ProblemError(f"{name}: |value| {biggest:.3g} reaches {self.NAME}'s infinity "
+                                   f"({self.INFINITY:.3g}), where the solver reads it as infinite; "
+                                   "expected smaller magnitudes (rescale the problem)")
 
     def _check_problem_class(self, problem: StandardForm) -> None:
         if problem.P is not None and not (self.CAPABILITIES.qp or self.CAPABILITIES.socp):

@@ -60,6 +60,13 @@ class DaqpAdapter(Adapter):
         status = _STATUS.get(int(flag), Status.ERROR)
         lam = -np.asarray(info["lam"], float)
         ok = status is Status.OPTIMAL
+        if status is Status.NUMERICAL_ERROR and m_eq:
+            certificate = _inconsistent_equalities(problem)
+            if certificate is not None:  # DAQP stops on a singular working set instead
+                return Solution(x=np.full(n, np.nan), y_eq=certificate, y_ub=np.zeros(m_ub), objective=float("nan"),
+                                status=Status.INFEASIBLE, iterations=int(info.get("iterations", -1)),
+                                native_status=f"{int(flag)} ({_NAMES.get(int(flag), '?')})",
+                                message="equality rows inconsistent (least-squares residual is the certificate)")
         return Solution(
             x=np.asarray(x, float) if ok else np.full(n, np.nan),
             y_eq=lam[n:n + m_eq] if ok else np.full(m_eq, np.nan),
@@ -67,6 +74,17 @@ class DaqpAdapter(Adapter):
             objective=float(fval) if ok else float("nan"), status=status,
             iterations=int(info.get("iterations", -1)), native_status=f"{int(flag)} ({_NAMES.get(int(flag), '?')})",
         )
+
+
+def _inconsistent_equalities(problem: StandardForm, rtol: float = 1e-9) -> np.ndarray | None:
+    """The least-squares residual ``r = b_eq - A_eq x_ls`` when it is not ~0, else None.
+
+    ``A_eq^T r = 0`` and ``b_eq @ r = |r|^2 > 0``, so ``(y_eq, y_ub) = (r, 0)`` is a Farkas
+    certificate in the project's convention, which the verifier checks like any other."""
+    A, b = problem.A_eq, problem.b_eq
+    x = np.linalg.lstsq(A, b, rcond=None)[0]
+    r = b - A @ x
+    return r if np.max(np.abs(r)) > rtol * (1 + np.max(np.abs(b))) else None
 
 
 ADAPTER = DaqpAdapter

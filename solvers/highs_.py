@@ -1,8 +1,13 @@
 """HiGHS through highspy's direct API: one reused ``Highs`` object per adapter instance.
 
 Dual signs: HiGHS' ``row_dual`` is already the project's convention (sensitivity of
-the optimal objective to the row bound, so ``y_ub <= 0`` for a binding ``<=`` row);
-``tests/test_solvers_highs.py`` proves it on LPs with known duals.
+the optimal objective to the row bound, so ``y_ub <= 0`` for a binding ``<=`` row); the
+conformance suite proves it on LPs with known duals. On an infeasible LP the adapter
+returns HiGHS' dual ray as ``(y_eq, y_ub)``: in the same convention it is a Farkas
+certificate (``A^T y <= 0``, ``y_ub <= 0``, ``b @ y > 0``), which the verifier checks.
+
+Options are set through ``setOptionValue``; one HiGHS rejects (unknown name, value out of
+range) raises ``ProblemError`` naming it when the adapter is built, never a silent default.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Adapter, Option, module_api
+from .errors import ProblemError
 from .types import Capabilities, Solution, StandardForm, Status
 
 INF = float("inf")
@@ -51,6 +57,15 @@ class HighsAdapter(Adapter):
     def __init__(self, profile: str = "default", **overrides) -> None:
         super().__init__(profile, **overrides)
         self._highs = None
+        self._solver()  # options HiGHS rejects fail here, before any run
+
+    @staticmethod
+    def _set(h, key, value) -> None:
+        import highspy
+
+        if h.setOptionValue(key, value) != highspy.HighsStatus.kOk:
+            raise ProblemError(f"setting {key!r}: HiGHS rejects the value {value!r} (see HiGHS' option list "
+                               "for its type and range)")
 
     def _solver(self):
         """The one ``Highs`` object of this adapter, created on first use."""
@@ -58,9 +73,9 @@ class HighsAdapter(Adapter):
             import highspy
 
             h = highspy.Highs()
-            h.setOptionValue("output_flag", False)
+            self._set(h, "output_flag", False)
             for key, value in self.native_options().items():
-                h.setOptionValue(key, value)
+                self._set(h, key, value)
             self._highs = h
         return self._highs
 
@@ -109,10 +124,14 @@ class HighsAdapter(Adapter):
             x = np.asarray(sol.col_value, dtype=float)
         else:
             x = np.full(n, np.nan)
-        if sol.dual_valid:
+        row_dual = np.full(m_eq + case.m_ub, np.nan)
+        if status is Status.INFEASIBLE:
+            _, has_ray, ray = h.getDualRay()
+            if has_ray and len(ray) == len(row_dual):
+                row_dual = np.asarray(ray, dtype=float)
+            x = np.full(n, np.nan)  # no primal answer to an infeasible LP
+        elif sol.dual_valid:
             row_dual = np.asarray(sol.row_dual, dtype=float)
-        else:
-            row_dual = np.full(m_eq + case.m_ub, np.nan)
         objective = float(info.objective_function_value) if status is Status.OPTIMAL else float("nan")
         iterations = int(max(info.simplex_iteration_count, 0) + max(info.ipm_iteration_count, 0))
         return Solution(

@@ -33,6 +33,7 @@ class LinraxAdapter(_jax.JaxBatchedAdapter, Adapter):
                                 dtypes=("float32", "float64"))
     REQUIRES = ("jax", "linrax")
     GENERAL_BOUNDS = False  # x >= 0 only
+    NEEDS_A_ROW = "any"
     INSTALL_HINT = f"pip install 'linrax=={LINRAX_VERSION}' jax"
     OPTIONS = {
         "primal_tol": Option(float, None, "linrax primal_tol (phase-1 feasibility); its default 1e-6"),

@@ -231,6 +231,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
                                 dtypes=("float32", "float64"))
     REQUIRES = ("jax", "linrax")
     GENERAL_BOUNDS = False
+    NEEDS_A_ROW = "any"
     INSTALL_HINT = f"pip install 'linrax=={LINRAX_VERSION}' jax"
     OPTIONS = {
         "cap": Option(bool, True, "cap the pivots per phase (at max_pivots)"),
@@ -322,7 +323,10 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             y_ = B_inv.T @ c_B
             cost = jnp.concatenate([c_std - A_std.T @ y_, -(b_std @ y_)[None]])
             fresh = jnp.concatenate([body, cost[None, :]], axis=0)
-            go = feasible  # an 'unbounded' ray is re-examined on the fresh tableau too
+            # an 'unbounded' ray is re-examined on the fresh tableau too, but only a finite one:
+            # linrax may have pivoted a ray column with no entry into the basis (x = inf), whose
+            # singular basis gives no tableau to re-examine; its 'unbounded' then stands
+            go = feasible & jnp.all(jnp.isfinite(fresh))
             fixed, basis_fixed, stuck = dual(fresh, basis)
             tableau = jnp.where(go, fixed, tableau)
             basis = jnp.where(go, basis_fixed, basis)

@@ -42,6 +42,7 @@ class MpaxAdapter(_jax.JaxBatchedAdapter, Adapter):
                                 dtypes=("float32", "float64"))
     REQUIRES = ("jax", "mpax")
     GENERAL_BOUNDS = False  # x >= 0 only
+    NEEDS_A_ROW = "any"
     INSTALL_HINT = "pip install mpax jax"
     OPTIONS = {
         "algorithm": Option(str, "r2hpdhg", "r2hpdhg (reflected, LP default) or rapdhg", choices=("r2hpdhg", "rapdhg")),

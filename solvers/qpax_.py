@@ -30,6 +30,7 @@ class QpaxAdapter(_jax.JaxBatchedAdapter, Adapter):
                                 dtypes=("float32", "float64"))
     REQUIRES = ("jax", "qpax")
     INSTALL_HINT = "pip install qpax jax"
+    NEEDS_A_ROW = "inequality"  # with no inequality at all qpax returns NaN marked converged
     OPTIONS = {
         "backend": Option(str, None, "qpax backend: e (explicit, its default) or i (implicit)", choices=("e", "i")),
         "solver_tol": Option(float, None, "KKT residual tolerance (qpax default 1e-5)"),

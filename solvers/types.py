@@ -191,12 +191,21 @@ class StandardForm:
         )
 
 
+#: ``P`` must be symmetric to this relative tolerance (``|P - P^T| <= SYMMETRY_RTOL * max|P|``);
+#: it is then symmetrised exactly, so every adapter sees the same matrix.
+SYMMETRY_RTOL = 1e-9
+#: ``P`` must be positive semidefinite: its least eigenvalue ``>= -PSD_RTOL * max |eigenvalue|``.
+PSD_RTOL = 1e-9
+
+
 def _as_float_array(name: str, value: Any, ndim: int, shape_text: str) -> np.ndarray:
     if value is None:
         raise ProblemError(
             f"{name}: expected an array of shape {shape_text}, got None "
             "(empty blocks are arrays with 0 rows, never None)"
         )
+    if np.iscomplexobj(value):
+        raise ProblemError(f"{name}: expected real numbers of shape {shape_text}, got a complex array")
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -240,6 +249,8 @@ def check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P=None, *, lb=None, cones=Non
     pre = "B, " if batched else ""
     c_ = _as_float_array("c", c, 1 + b, f"({pre}n)")
     n = c_.shape[-1]
+    if n == 0:
+        raise ProblemError(f"c: expected at least one variable, shape ({pre}n >= 1); got {c_.shape}")
     A_eq_ = _as_float_array("A_eq", A_eq, 2 + b, f"({pre}m_eq, n={n})")
     b_eq_ = _as_float_array("b_eq", b_eq, 1 + b, f"({pre}m_eq)")
     A_ub_ = _as_float_array("A_ub", A_ub, 2 + b, f"({pre}m_ub, n={n})")
@@ -259,6 +270,7 @@ def check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P=None, *, lb=None, cones=Non
         P_ = _as_float_array("P", P, 2 + b, f"({pre}n={n}, n={n})")
         if P_.shape[-2:] != (n, n):
             raise ProblemError(f"P: expected shape ({pre}n={n}, n={n}); got {P_.shape}")
+        P_ = _check_convex_P(P_)
     lb_ = _check_lb(lb, c_, pre, n)
     cones_, mu_ = _check_cones(cones, cone_mu, c_, pre, n)
     batch = None
@@ -275,9 +287,36 @@ def check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P=None, *, lb=None, cones=Non
     return StandardForm(c_, A_eq_, b_eq_, A_ub_, b_ub_, P_, batch, lb_, cones_, mu_)
 
 
+def _check_convex_P(P: np.ndarray) -> np.ndarray:
+    """``P`` symmetric (within ``SYMMETRY_RTOL``) and positive semidefinite (within
+    ``PSD_RTOL``), returned exactly symmetrised; else ``ProblemError`` naming ``P``.
+
+    Solvers read only one triangle of ``P`` (or assume symmetry), so a non-symmetric ``P``
+    silently means different problems to different solvers; an indefinite one makes the
+    problem non-convex, which no adapter here solves."""
+    scale = np.max(np.abs(P), axis=(-2, -1), initial=0.0)
+    asym = np.max(np.abs(P - np.swapaxes(P, -1, -2)), axis=(-2, -1), initial=0.0)
+    bad = asym > SYMMETRY_RTOL * scale
+    if np.any(bad):
+        where = f" (case {int(np.flatnonzero(np.ravel(bad))[0])})" if P.ndim == 3 else ""
+        raise ProblemError(f"P: expected a symmetric matrix{where}; max |P - P^T| = {float(np.max(asym)):.3g} "
+                           f"(P is not symmetrised for you: pass 0.5 * (P + P^T) if that is what you mean)")
+    sym = 0.5 * (P + np.swapaxes(P, -1, -2))
+    eig = np.linalg.eigvalsh(sym)
+    least, biggest = eig[..., 0], np.max(np.abs(eig), axis=-1)
+    bad = least < -PSD_RTOL * biggest
+    if np.any(bad):
+        where = f" (case {int(np.flatnonzero(np.ravel(bad))[0])})" if P.ndim == 3 else ""
+        raise ProblemError(f"P: expected a positive semidefinite matrix (a convex problem){where}; "
+                           f"least eigenvalue {float(np.min(least)):.3g}")
+    return sym
+
+
 def _check_lb(lb, c_: np.ndarray, pre: str, n: int) -> np.ndarray:
     if lb is None:
         return np.zeros(c_.shape)
+    if np.iscomplexobj(lb):
+        raise ProblemError(f"lb: expected real numbers of shape ({pre}n={n}), got a complex array")
     try:
         lb_ = np.asarray(lb, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -299,6 +338,8 @@ def _check_cones(cones, cone_mu, c_: np.ndarray, pre: str, n: int) -> tuple[np.n
         raise ProblemError(f"cones: expected a (K, 3) integer array of indices (n, t1, t2), got {idx.dtype} {idx.shape}")
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise ProblemError(f"cones: expected indices in [0, n={n}), got values in [{idx.min()}, {idx.max()}]")
+    if len(np.unique(idx)) != idx.size:
+        raise ProblemError("cones: expected disjoint index triples (each variable in at most one cone, once)")
     if cone_mu is None:
         raise ProblemError(f"cone_mu: expected shape ({pre}K={len(idx)}) with cones, got None")
     mu = _as_float_array("cone_mu", cone_mu, c_.ndim, f"({pre}K={len(idx)})")

@@ -27,7 +27,7 @@ def _outcome(batch, **settings):
     if batch.kind == "lp1":
         return lp1_outcomes(verify_lp1(batch, s)["verdict"], ref["truth"], ref["ambiguous"]), s
     v = verify_exit(batch, s)
-    return exit_outcomes(v["verdict"], v["exit"], ref["ref_exit"]), s
+    return exit_outcomes(v["verdict"], v["exit"], ref["ref_exit"], ref["ref_verdict"]), s
 
 
 def _case(family, n, seed, index, **params):

@@ -83,15 +83,47 @@ def test_failed_exit_check_sets_exit_to_zero():
     out = verify.verify_exit(b, sol(x, np.zeros((6, 3)), np.zeros((6, 1))))
     assert out["verdict"][0] == "uncertain" and out["exit"][0] == 0.0
     ref = compute_reference(b)
-    outcome = verify.exit_outcomes(out["verdict"], out["exit"], ref["ref_exit"])
+    outcome = verify.exit_outcomes(out["verdict"], out["exit"], ref["ref_exit"], ref["ref_verdict"])
     assert outcome[0] == "uncertain"  # shrunk to 0, never enlarged
     assert ref["ref_exit"][0] == pytest.approx(0.2)
 
 
 def test_exit_overclaim_is_false_accept():
     verdict = pd.Series(["verified", "verified", "verified", "uncertain"])
-    out = verify.exit_outcomes(verdict, pd.Series([0.3, 0.2, 0.1, 0.0]), pd.Series([0.2, 0.2, 0.2, 0.2]))
+    out = verify.exit_outcomes(verdict, pd.Series([0.3, 0.2, 0.1, 0.0]), pd.Series([0.2, 0.2, 0.2, 0.2]),
+                               pd.Series(["verified"] * 4))
     assert list(out) == ["false_accept", "correct", "false_reject", "uncertain"]
+
+
+def test_unverified_exit_of_zero_is_never_correct():
+    """Regression (issue 12): an unverified exit is set to 0 for margins, and 0 equals a
+    reference exit of 0, so ``exit_outcomes`` called it correct; 87 of 192 'correct'
+    planar exits of linrax float32 were unverified."""
+    verdict = pd.Series(["uncertain", "failed", "infeasible", "verified", "infeasible", "verified"])
+    exits = pd.Series([0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    ref_exit = pd.Series([0.0, 0.0, 0.0, 0.0, 0.3, 0.0])
+    ref_verdict = pd.Series(["infeasible", "infeasible", "infeasible", "verified", "verified", "uncertain"])
+    out = verify.exit_outcomes(verdict, exits, ref_exit, ref_verdict)
+    assert list(out) == ["uncertain", "failed", "correct", "correct", "false_reject", "uncertain"]
+
+
+def test_exit_of_an_unsupported_scene_is_correct_only_with_a_certificate():
+    # one corner cannot hold the box: most exit LPs are infeasible (a push along +-f_x or
+    # +-tau can bring the need back into the cone, so those are feasible with t > 0)
+    b = one(planar_box.scene(corners="A"), "exit")
+    ref = compute_reference(b)
+    lost = (ref["ref_verdict"] == "infeasible").to_numpy()
+    assert lost.sum() >= 3 and (ref["ref_exit"][lost] == 0).all()
+    k = b.k
+    zero = verify.verify_exit(b, sol(np.zeros((6, k + 1)), np.zeros((6, 3)), np.zeros((6, 1)), Status.INFEASIBLE))
+    assert set(zero["verdict"][lost]) == {"uncertain"}  # a claim and an exit of 0 prove nothing
+    highs = solvers.get("highs").solve_batch(*b.arrays())
+    certified = verify.verify_exit(b, highs)
+    assert set(certified["verdict"][lost]) == {"infeasible"}
+    outcome = verify.exit_outcomes(certified["verdict"], certified["exit"], ref["ref_exit"], ref["ref_verdict"])
+    assert set(outcome) == {"correct"}
+    flipped = verify.verify_exit(b, sol(np.full_like(highs.x, np.nan), -highs.y_eq, -highs.y_ub, Status.INFEASIBLE))
+    assert set(flipped["verdict"][lost]) == {"uncertain"}
 
 
 # linrax 0.3.0, float32, default tolerances: two disk scenes where it reports
@@ -123,14 +155,43 @@ def test_pinned_linrax_float32_wrong_answer_flagged_success_counts_uncertain(par
     assert verify.verify_lp1(b, s64)["verdict"][0] == ref["truth"][0]
 
 
-def test_reference_is_cached_on_disk(isolated_cache):
+def test_reference_is_cached_on_disk(isolated_cache, monkeypatch):
+    from bench import reference as reference_module
+
     b = problems.generate("planar-box", 20, 1)
     first = reference(b)
-    files = list((isolated_cache / "reference").glob("*.parquet"))
+    files = list((isolated_cache / "reference").glob("*.npz"))
     assert len(files) == 1
-    pd.testing.assert_frame_equal(first, pd.read_parquet(files[0]))
-    # a doctored cache file is what the second call returns: proof that it reads the cache
-    doctored = first.assign(ref_delta=first["ref_delta"] + 123.0)
-    doctored.to_parquet(files[0], index=False)
-    assert reference(b)["ref_delta"].iloc[0] == pytest.approx(first["ref_delta"].iloc[0] + 123.0)
     assert (first["truth"] == first["ref_verdict"]).all()  # HiGHS' answers verify as the truth says
+    # the second call reads the cache: it does not solve
+    monkeypatch.setattr(reference_module, "solve_reference", lambda batch: pytest.fail("solved again"))
+    pd.testing.assert_frame_equal(reference(b), first)
+
+
+def test_doctored_reference_cache_is_detected_and_recomputed(isolated_cache):
+    """Regression (issue 12): wrong references persisted in the cache, whose key ignored
+    which solver produced them. The cache stores answers and re-verifies them on load."""
+    b = problems.generate("planar-box", 32, 1)
+    first = reference(b)
+    path = next((isolated_cache / "reference").glob("*.npz"))
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays["x"] = np.zeros_like(arrays["x"])  # answers that no longer prove the stored truth
+    with open(path, "wb") as fh:
+        np.savez(fh, **arrays)
+    with pytest.warns(UserWarning, match="contradicts"):
+        again = reference(b)
+    pd.testing.assert_frame_equal(again, first)
+    path.write_bytes(b"not an npz")
+    with pytest.warns(UserWarning, match="unreadable"):
+        pd.testing.assert_frame_equal(reference(b), first)
+
+
+def test_reference_cache_key_names_the_reference_solver(isolated_cache, monkeypatch):
+    from bench import reference as reference_module
+
+    b = problems.generate("planar-box", 8, 1)
+    before = reference_module.cache_path(b)
+    real = reference_module.reference_identity
+    monkeypatch.setattr(reference_module, "reference_identity", lambda batch: {**real(batch), "version": "0.0.1"})
+    assert reference_module.cache_path(b) != before

@@ -96,7 +96,8 @@ class PreparedCell:
 
     def solution(self):
         """The batch solution of one run (``BatchSolution``)."""
-        return self.adapter.collect(self.run(), self.prepared)
+        finish = getattr(self.adapter, "finish", None) or self.adapter.collect  # older commits: collect only
+        return finish(self.run(), self.prepared)
 
 
 def prepared_cell(family_spec: str, config: str, n: int, seed: int = 0) -> PreparedCell:
