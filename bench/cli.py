@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import math
+import re
 import shlex
 import sys
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
@@ -123,6 +127,15 @@ def run(
             sizes = [int(v) for v in _split(n)] or conf["n"]
         except ValueError:
             _fail(f"--n: expected integers, got {n!r}")
+        if seed < 0:
+            _fail(f"--seed: expected an integer >= 0, got {seed}")
+        if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+            _fail(f"--timeout: expected a finite number of seconds > 0, got {timeout!r}")
+        if repeats is not None and repeats < 1:
+            _fail(f"--repeats: expected an integer >= 1, got {repeats}")
+        if any(size < 1 for size in sizes):
+            _fail(f"--n: expected integers >= 1, got {sizes}")
+        check_run_id(run_id)
         fam_specs = family or preset_family_specs(preset)
         solver_specs = solver or [name for name, reason in solvers.available().items() if reason is None]
         dtypes = _split(dtype) or list(grid.DTYPES)
@@ -135,12 +148,50 @@ def run(
         _fail(str(exc))
     if not cells:
         _fail("nothing to run: every combination was skipped: " + "; ".join(f"{a}: {b}" for a, b in skipped))
-    _execute(ctx, cells, skipped, out, run_id, resume, timeout or conf["timeout"])
+    check_problem_params(cells)
+    _execute(ctx, cells, skipped, out, run_id, resume, timeout if timeout is not None else conf["timeout"])
+
+
+#: a run id is one path component of these characters (never '.' or '..')
+RUN_ID = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def check_run_id(run_id: Optional[str]) -> None:
+    """Exit 2 unless ``run_id`` is None or one safe path component (it names a folder under --out)."""
+    if run_id is not None and (not RUN_ID.match(run_id) or run_id in (".", "..")):
+        _fail(f"--run-id: expected one path component of letters, digits, '.', '_' and '-' "
+              f"(not '.' or '..'), got {run_id!r}")
+
+
+def check_problem_params(cells: list) -> None:
+    """Generate one scene of every distinct problem set, so that a bad family value
+    (``mu=-1``, ``stance=XX``) exits 2 naming it before anything is created."""
+    seen = set()
+    for cell in cells:
+        key = (cell.family, json.dumps(cell.params, sort_keys=True, default=str), cell.seed)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            problems.generate(cell.family, 1, cell.seed, **cell.params)
+        except Exception as exc:  # noqa: BLE001 - any generator failure is a bad argument here
+            _fail(f"--family {cell.family_label}[kind={cell.kind}]: {type(exc).__name__}: {exc}")
+
+
+def check_out_writable(out: Path) -> None:
+    """Exit 2 when ``out`` cannot hold a run (read-only, not a folder), before anything is created there."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=out, prefix=".contactbench-probe-", delete=True)
+        probe.close()
+    except OSError as exc:
+        _fail(f"--out: cannot write results under {str(out)!r} ({exc.strerror or exc})")
 
 
 def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: Optional[str], resume: bool,
              timeout: float) -> Path:
     """Run ``cells`` into a run directory under ``out`` with progress output; print the summary."""
+    check_out_writable(out)
     if resume:
         run_dir = out / run_id if run_id else (out / "latest").resolve()
         if not run_dir.is_dir():
@@ -186,13 +237,21 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
                 why = escape(result.reason.splitlines()[0]) if result.reason else ""
                 progress.console.print(f"[red]✗[/] {head}: {result.state}: {why}")
 
-        results = runner.run_cells(cells, run_dir, name, timeout=timeout, resume=resume,
-                                   on_start=started, on_done=done)
+        try:
+            results = runner.run_cells(cells, run_dir, name, timeout=timeout, resume=resume,
+                                       on_start=started, on_done=done)
+        except OSError as exc:  # disk full, folder made read-only mid-run: finished cells stay
+            console.print(f"[bold red]error:[/] cannot write results under {escape(str(run_dir))}: "
+                          f"{escape(exc.strerror or str(exc))}; finished cells are kept, --resume continues")
+            raise typer.Exit(1)
     rows = report.load_runs([run_dir])
     summary = report.summarize(rows)
     _print_summary(summary)
     bad = [r for r in results if r.state not in ("done", "skipped")]
     console.print(f"results: {run_dir}  ({len(results) - len(bad)} cells ok, {len(bad)} failed)")
+    if results and len(bad) == len(results):
+        console.print("[bold red]error:[/] every cell failed")
+        raise typer.Exit(1)
     return run_dir
 
 
@@ -213,6 +272,7 @@ def ablate(
     (``<table>.md``) in the run directory and printed."""
     if table not in ("ablation", "seed002"):
         _fail(f"--table: expected ablation or seed002, got {table!r}")
+    check_run_id(run_id)
     if not 0 < scale <= 1:
         _fail(f"--scale: expected a number in (0, 1], got {scale!r}")
     if device not in ("cpu", "gpu"):
@@ -254,7 +314,10 @@ def report_cmd(
         rows = report.load_runs(run_dirs)
     except BenchError as exc:
         _fail(str(exc))
-    summary = report.write_report(rows, out, [report.read_manifest(d) for d in run_dirs])
+    try:
+        summary = report.write_report(rows, out, [report.read_manifest(d) for d in run_dirs], run_dirs)
+    except BenchError as exc:
+        _fail(str(exc))
     _print_summary(summary)
     console.print(f"wrote {out / 'report.md'} and {out / 'report.csv'}")
 

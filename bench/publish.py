@@ -16,7 +16,6 @@ different machines are kept apart by the host they ran on.
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import pandas as pd
 from solvers import ProblemError
 
 from .report import load_runs, read_manifest
+from .rundir import replace_output_dir
 from .verify import OUTCOMES
 
 #: shift of the shifted geometric mean, microseconds per case (see ``shifted_geometric_mean``).
@@ -246,18 +246,28 @@ def _environment():
 def publish(run_dirs: list[Path | str], out: Path | str) -> Site:
     """Build the dashboard of ``run_dirs`` (each a ``contactbench run`` directory) under ``out``.
 
-    Raises ``ProblemError`` when a run directory holds no results. ``out`` is replaced.
+    Raises ``ProblemError`` when no run directory holds readable results, or when ``out``
+    may not be replaced (it holds files contactbench did not write, or overlaps a run
+    directory); the site is built beside ``out`` and swapped in only when complete.
     """
-    import plotly
-    import plotly.offline
-
     if not run_dirs:
         raise ProblemError("run_dirs: expected at least one run directory")
     run_dirs = [Path(d) for d in run_dirs]
     rows = prepare_rows(load_runs(run_dirs))
     out = Path(out)
-    if out.exists():
-        shutil.rmtree(out)
+    return replace_output_dir(out, lambda tmp: _build_site(rows, run_dirs, tmp, out), run_dirs, SITE_NAMES)
+
+
+#: names a site folder holds (a folder of only these, from before the marker file, is ours)
+SITE_NAMES = ("index.html", "site.json", "assets", "family-*.html")
+
+
+def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path) -> Site:
+    """Write the site's files into ``out`` (a temporary folder); paths in the returned
+    ``Site`` point to ``final``, where ``publish`` moves the folder."""
+    import plotly
+    import plotly.offline
+
     (out / "assets").mkdir(parents=True)
     (out / "assets" / "plotly.min.js").write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
     env = _environment()
@@ -298,13 +308,13 @@ def publish(run_dirs: list[Path | str], out: Path | str) -> Site:
             profile_traces=len(profile), drill=_records(drill), drill_columns=list(drill.columns),
             drill_configs=drill_configs, drill_total=drill_total, drill_limit=MAX_DRILL_CASES)
         (out / slug).write_text(page, encoding="utf-8")
-        pages[str(family)] = out / slug
+        pages[str(family)] = final / slug
     index = env.get_template("index.html.j2").render(**common, families=families,
                                                      n_configs=int(rows["config"].nunique()))
     (out / "index.html").write_text(index, encoding="utf-8")
     (out / "site.json").write_text(json.dumps({"families": [f["name"] for f in families],
                                                "runs": [r["run_id"] for r in provenance]}, indent=2))
-    return Site(out=out, index=out / "index.html", family_pages=pages,
+    return Site(out=final, index=final / "index.html", family_pages=pages,
                 configurations=int(rows["config"].nunique()), runs=len(provenance))
 
 

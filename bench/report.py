@@ -21,23 +21,19 @@ import pandas as pd
 
 from solvers import ProblemError
 
+from .rundir import load_cells, read_manifest, replace_output_dir
 from .verify import OUTCOMES, lp1_outcomes
+
+__all__ = ["load_runs", "read_manifest", "write_report", "summarize"]
 
 GROUP = ["family_label", "kind", "solver_label", "device", "dtype", "n_scenes"]
 
 
 def load_runs(run_dirs: list[Path | str]) -> pd.DataFrame:
-    """All cell rows of the given run directories (symlinks such as ``latest`` resolved)."""
-    frames = []
-    for run_dir in run_dirs:
-        path = Path(run_dir).resolve()
-        if not path.is_dir():
-            raise ProblemError(f"run_dir: expected a run directory, got {str(run_dir)!r} (not a directory)")
-        files = sorted(path.glob("*.parquet"))
-        if not files:
-            raise ProblemError(f"run_dir: {str(run_dir)!r} holds no cell results (*.parquet)")
-        frames += [pd.read_parquet(f) for f in files]
-    return pd.concat(frames, ignore_index=True)
+    """All readable cell rows of the given run directories (symlinks such as ``latest``
+    resolved). An unreadable or damaged cell file is skipped with a warning naming it;
+    ``ProblemError`` when nothing at all is readable (see ``bench.rundir.load_cells``)."""
+    return load_cells(run_dirs)[0]
 
 
 def summarize(rows: pd.DataFrame) -> pd.DataFrame:
@@ -119,10 +115,22 @@ def _markdown(df: pd.DataFrame) -> str:
     return df.to_markdown(index=False, floatfmt=".3g")
 
 
-def write_report(rows: pd.DataFrame, out_dir: Path | str, manifests: list[dict] | None = None) -> pd.DataFrame:
-    """Write ``report.md``, ``report.csv`` and ``provenance.csv`` under ``out_dir``; return the summary."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+#: names a report folder holds (a folder of only these, from before the marker file, is ours)
+REPORT_NAMES = ("report.md", "report.csv", "provenance.csv", "rank_deficient.csv", "robust.csv")
+
+
+def write_report(rows: pd.DataFrame, out_dir: Path | str, manifests: list[dict] | None = None,
+                 inputs: list[Path | str] = ()) -> pd.DataFrame:
+    """Write ``report.md``, ``report.csv`` and ``provenance.csv`` under ``out_dir``; return the summary.
+
+    The folder is built beside ``out_dir`` and swapped in (``bench.rundir.replace_output_dir``):
+    ``ProblemError`` when ``out_dir`` holds files contactbench did not write or overlaps one of
+    the run directories ``inputs``; a failed write leaves the previous report as it was."""
+    return replace_output_dir(out_dir, lambda tmp: _write_report(rows, tmp, manifests),
+                              [Path(d) for d in inputs], REPORT_NAMES)
+
+
+def _write_report(rows: pd.DataFrame, out: Path, manifests: list[dict] | None) -> pd.DataFrame:
     summary = summarize(rows)
     summary.to_csv(out / "report.csv", index=False)
     prov = provenance(rows)
@@ -157,9 +165,3 @@ def write_report(rows: pd.DataFrame, out_dir: Path | str, manifests: list[dict] 
                   + (", ".join(f"{a} ({b})" for a, b in m.get("skipped", [])) or "none")]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     return summary
-
-
-def read_manifest(run_dir: Path | str) -> dict:
-    """The run's ``run.json``, or {} when absent."""
-    path = Path(run_dir) / "run.json"
-    return json.loads(path.read_text()) if path.exists() else {}

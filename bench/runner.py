@@ -13,7 +13,9 @@ a process, and a crash or hang kills only its worker, which is replaced):
 
 The parent waits at most ``timeout`` seconds per cell; a hang is killed and a crash is
 caught, and either becomes ``failed`` rows carrying the reason and the worker's log tail.
-``resume`` skips cells whose parquet already exists.
+``resume`` skips cells whose parquet reads back as its manifest says (a truncated or
+foreign file is re-run). Workers die with the parent (``PR_SET_PDEATHSIG``) and never
+write once it is gone; a worker's start-up is waited for before a cell's clock starts.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from solvers import check_standard_form
 from .env import host_environment, jax_devices
 from .grid import Cell
 from .reference import reference
+from .rundir import cell_finished, read_cell, write_cell, write_json_atomic
 from .verify import (DEFAULT_TOLERANCES, exit_outcomes, lp1_outcomes, qp_outcomes, verify_exit, verify_lp1,
                      verify_qp)
 
@@ -162,15 +165,33 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
 
 
 def write_atomic(rows: pd.DataFrame, path: Path) -> None:
-    """Write ``rows`` as parquet at ``path`` via a temp file and an atomic rename."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    rows.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
+    """Write a cell's rows and manifest atomically (``bench.rundir.write_cell``)."""
+    write_cell(rows, path)
 
 
-def _serve(conn) -> None:
-    """Worker loop: receive a job, run its cell with C-level stdout/stderr in the cell's log
-    file, write the cell's parquet, answer ``"ok"``; stop on ``None``."""
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to SIGKILL this worker when its parent dies (``PR_SET_PDEATHSIG``), and exit
+    now if the parent is already gone; elsewhere the liveness check in ``_serve`` remains."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the getppid checks still hold
+        pass
+    if os.getppid() != parent_pid:
+        os._exit(0)
+
+
+def _serve(conn, parent_pid: int | None = None) -> None:
+    """Worker loop: say ``"ready"``, then receive a job, run its cell with C-level
+    stdout/stderr in the cell's log file, write the cell's parquet, answer ``"ok"``; stop on
+    ``None``. The worker dies with its parent and never writes once the parent is gone."""
+    if parent_pid is not None:
+        _die_with_parent(parent_pid)
+    conn.send("ready")
     while True:
         job = conn.recv()
         if job is None:
@@ -183,6 +204,8 @@ def _serve(conn) -> None:
         try:
             cell = Cell.from_dict(cell_data)
             rows = solve_cell(cell, env, run_id, Path(cache) if cache else None, Path(batches))
+            if parent_pid is not None and os.getppid() != parent_pid:
+                os._exit(0)  # orphaned: the run is over, nothing may be written
             write_atomic(rows, Path(out))
             answer = "ok"
         except Exception:  # the parent records it as a crashed cell with the log tail
@@ -203,6 +226,8 @@ WORKER_XLA_FLAG = "--xla_cpu_multi_thread_eigen=false"
 #: retried once in a fresh worker. ``STALL_POLL``: seconds between checks.
 STALL_SECONDS = 30.0
 STALL_POLL = 2.0
+#: how long a new worker may take to start (spawn and imports), outside any cell's timeout
+STARTUP_SECONDS = 300.0
 
 
 def worker_xla_flags(current: str | None) -> str:
@@ -218,7 +243,8 @@ class _Worker:
 
     def __init__(self, ctx) -> None:
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child,), daemon=True)
+        self.ready = False
+        self.proc = ctx.Process(target=_serve, args=(child, os.getpid()), daemon=True)
         saved = os.environ.get("XLA_FLAGS")
         os.environ["XLA_FLAGS"] = worker_xla_flags(saved)  # inherited by the spawned worker
         try:
@@ -243,6 +269,11 @@ class _Worker:
         ``stall`` seconds: a wedged runtime, see ``WORKER_XLA_FLAG``) or ``crashed``."""
         stall = STALL_SECONDS if stall is None else stall
         try:
+            if not self.ready:  # start-up (spawn, imports) is not part of any cell's time
+                if not self.conn.poll(STARTUP_SECONDS) or self.conn.recv() != "ready":
+                    self.kill()
+                    return "crashed", f"worker did not start within {STARTUP_SECONDS:g} s"
+                self.ready = True
             self.conn.send(job)
             started = time.monotonic()
             last_cpu, last_change = self.cpu_seconds(), time.monotonic()
@@ -321,7 +352,7 @@ def _run_one(cell: Cell, run_dir: Path, run_id: str, timeout: float, resume: boo
     if on_start:
         on_start(cell)
     started = time.perf_counter()
-    if resume and path.exists():
+    if resume and cell_finished(path):
         result = CellResult(cell, "skipped", path, None, 0.0, "finished in an earlier attempt")
     else:
         if cell.problem_key not in batches:
@@ -351,7 +382,7 @@ def _run_one(cell: Cell, run_dir: Path, run_id: str, timeout: float, resume: boo
             worker.kill()  # a fresh worker takes the next cell of this dtype
             reason = f"{reason}\n{_log_tail(log)}"
             write_atomic(failed_rows(cell, batch, ref, env, run_id, state, reason), path)
-        rows = pd.read_parquet(path)
+        rows = read_cell(path)
         if state == "done" and (rows["error_type"] != "").any():
             state, reason = "failed", str(rows["error"].iloc[0]).splitlines()[0]
         result = CellResult(cell, state, path, rows, time.perf_counter() - started, reason)
@@ -362,10 +393,7 @@ def _run_one(cell: Cell, run_dir: Path, run_id: str, timeout: float, resume: boo
 
 def write_manifest(run_dir: Path, data: dict) -> None:
     """Write ``run.json`` (run id, command line, grid, skipped cells, tolerances) atomically."""
-    path = run_dir / "run.json"
-    tmp = path.with_name(f".run.json.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
-    os.replace(tmp, path)
+    write_json_atomic(run_dir / "run.json", data)
 
 
 def point_latest(out: Path, run_dir: Path) -> None:

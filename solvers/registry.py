@@ -34,9 +34,17 @@ _LOADED = False
 
 
 def register(cls: type[Adapter]) -> type[Adapter]:
-    """Register an adapter class under ``cls.NAME`` (usable as a decorator)."""
+    """Register an adapter class under ``cls.NAME`` (usable as a decorator).
+
+    A name is taken once: registering another class under a name already registered raises
+    ``ProblemError`` (a plug-in cannot replace a built-in adapter, nor the reference solvers;
+    re-registering the same class is a no-op)."""
     if not (isinstance(cls, type) and issubclass(cls, Adapter)) or not cls.NAME:
         raise ProblemError(f"cls: expected an Adapter subclass with a NAME, got {cls!r}")
+    taken = _ADAPTERS.get(cls.NAME)
+    if taken is not None and taken is not cls:
+        raise ProblemError(f"NAME: {cls.NAME!r} is already registered by {taken.__module__}.{taken.__qualname__}; "
+                           f"{cls.__module__}.{cls.__qualname__} must use another name")
     _ADAPTERS[cls.NAME] = cls
     return cls
 
@@ -51,11 +59,19 @@ def _adapters_of(obj: Any) -> list[type[Adapter]]:
 
 
 def _load_source(label: str, loader) -> None:
+    """Import one source and register its adapters. Whatever it raises at import, even
+    ``SystemExit`` or ``KeyboardInterrupt`` from a plug-in's top level, marks it as failed to
+    load with the reason; so does a class whose name is taken (the others still register)."""
     try:
-        for cls in _adapters_of(loader()):
-            register(cls)
-    except Exception as exc:  # a broken plug-in must not break the registry
+        found = _adapters_of(loader())
+    except BaseException as exc:  # noqa: BLE001 - a broken plug-in must not break any command
         _BROKEN[label] = f"{type(exc).__name__}: {exc}"
+        return
+    for cls in found:
+        try:
+            register(cls)
+        except ProblemError as exc:
+            _BROKEN[f"{label}:{cls.NAME}" if cls.NAME != label else f"{label} (plug-in)"] = str(exc)
 
 
 def _load() -> None:

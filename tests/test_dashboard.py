@@ -148,7 +148,7 @@ def test_dashboard_renders_in_headless_chromium(published):
 
 def test_publish_names_the_bad_run_directory(tmp_path):
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ProblemError, match="holds no cell results"):
+    with pytest.raises(ProblemError, match="hold no readable cell results"):
         publish.publish([tmp_path / "empty"], tmp_path / "site")
     with pytest.raises(ProblemError, match="at least one run directory"):
         publish.publish([], tmp_path / "site")

@@ -1,0 +1,215 @@
+"""Run-directory files: atomic writes, per-cell manifests, safe replacement of output folders.
+
+Rules this module enforces (issue 12, "nothing lost, nothing deleted"):
+
+* every file is written under a temporary name in its final directory and renamed into
+  place; a failed write removes its temporary file and leaves the old file (if any) intact;
+* a cell is finished only when ``<cell>.parquet`` reads back with the row count, columns
+  and SHA-256 its manifest ``<cell>.json`` records (``read_cell`` raises ``CorruptResult``
+  otherwise), so ``--resume`` re-runs damaged cells and ``report`` / ``publish`` skip them
+  with a warning naming the file;
+* an output folder (``report --out``, ``publish --out``) is built beside its target and
+  swapped in; the target is replaced only when it is missing, empty, or holds the marker
+  file a previous contactbench output left there; never when it holds anything else, and
+  never when it is (or contains) one of the run directories being read.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Callable, TypeVar
+
+import pandas as pd
+
+from solvers.errors import BenchError, ProblemError
+
+#: file that marks a folder as written by contactbench (and so replaceable by it)
+OUTPUT_MARKER = ".contactbench-output"
+#: columns every cell file has; a parquet without them is not a cell
+REQUIRED_COLUMNS = ("run_id", "cell_id", "family", "kind", "solver", "dtype", "device", "outcome")
+
+T = TypeVar("T")
+
+
+class CorruptResult(BenchError):
+    """A cell file that does not read back as its manifest says (truncated, empty, foreign)."""
+
+
+def write_bytes_atomic(path: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp)`` on a temporary path beside ``path``, then rename it to ``path``.
+
+    Any failure (disk full, read-only folder) removes the temporary file and re-raises."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    """``data`` as indented JSON at ``path``, atomically."""
+    text = json.dumps(data, indent=2, sort_keys=True, default=str)
+    write_bytes_atomic(path, lambda tmp: tmp.write_text(text))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def manifest_path(cell_path: Path) -> Path:
+    """``<cell>.json`` beside ``<cell>.parquet``."""
+    return Path(cell_path).with_suffix(".json")
+
+
+def write_cell(rows: pd.DataFrame, path: Path) -> None:
+    """Write a cell's rows as parquet, then its manifest (rows, columns, SHA-256), each
+    atomically: the manifest's presence marks the cell finished."""
+    path = Path(path)
+    manifest_path(path).unlink(missing_ok=True)  # a half-replaced cell is never "finished"
+    write_bytes_atomic(path, lambda tmp: rows.to_parquet(tmp, index=False))
+    write_json_atomic(manifest_path(path), {"file": path.name, "rows": int(len(rows)),
+                                            "columns": list(map(str, rows.columns)), "sha256": _sha256(path)})
+
+
+def read_cell(path: Path) -> pd.DataFrame:
+    """A cell's rows, checked against its manifest; raises ``CorruptResult`` naming the file.
+
+    A cell written before manifests existed (no ``<cell>.json``) is accepted when it reads
+    and has the ``REQUIRED_COLUMNS``."""
+    path = Path(path)
+    meta_path = manifest_path(path)
+    try:
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else None
+        if meta is not None and _sha256(path) != meta.get("sha256"):
+            raise CorruptResult(f"{path}: contents differ from its manifest (checksum)")
+        rows = pd.read_parquet(path)
+    except CorruptResult:
+        raise
+    except Exception as exc:  # truncated, empty, not parquet, unreadable manifest
+        raise CorruptResult(f"{path}: unreadable ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") \
+            from None
+    missing = [c for c in REQUIRED_COLUMNS if c not in rows.columns]
+    if missing:
+        raise CorruptResult(f"{path}: not a cell file (missing columns {missing})")
+    if meta is not None and (len(rows) != meta.get("rows") or list(map(str, rows.columns)) != meta.get("columns")):
+        raise CorruptResult(f"{path}: {len(rows)} rows / columns differ from its manifest")
+    return rows
+
+
+def cell_finished(path: Path) -> bool:
+    """True when the cell at ``path`` has a manifest and reads back as it says."""
+    if not manifest_path(path).exists():
+        return False
+    try:
+        read_cell(path)
+    except CorruptResult:
+        return False
+    return True
+
+
+def load_cells(run_dirs: list[Path | str]) -> tuple[pd.DataFrame, list[str]]:
+    """All readable cell rows of ``run_dirs`` and one warning per unreadable cell file.
+
+    Raises ``ProblemError`` when a path is not a directory, or when nothing at all is readable."""
+    frames, problems = [], []
+    for run_dir in run_dirs:
+        path = Path(run_dir).resolve()
+        if not path.is_dir():
+            raise ProblemError(f"run_dir: expected a run directory, got {str(run_dir)!r} (not a directory)")
+        for file in sorted(path.glob("*.parquet")):
+            try:
+                frames.append(read_cell(file))
+            except CorruptResult as exc:
+                problems.append(f"skipped {exc}")
+    if not frames:
+        detail = f" ({'; '.join(problems)})" if problems else ""
+        raise ProblemError(f"run_dir: {', '.join(map(str, run_dirs))} hold no readable cell results (*.parquet){detail}")
+    for message in problems:
+        warnings.warn(message, stacklevel=2)
+    return pd.concat(frames, ignore_index=True), problems
+
+
+def read_manifest(run_dir: Path | str) -> dict:
+    """The run's ``run.json``, or {} when absent or unreadable (with a warning)."""
+    path = Path(run_dir) / "run.json"
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        return data
+    except (OSError, ValueError) as exc:
+        warnings.warn(f"{path}: unreadable run manifest ({exc}); provenance omitted", stacklevel=2)
+        return {}
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.relative_to(folder)
+        return True
+    except ValueError:
+        return False
+
+
+def check_output_dir(target: Path, inputs: list[Path] = (), own_names: tuple[str, ...] = ()) -> None:
+    """Raise ``ProblemError`` unless ``target`` may be (re)written by contactbench: missing,
+    an empty folder, a folder holding ``OUTPUT_MARKER``, or (outputs of versions before the
+    marker) a folder holding only names matching the glob patterns ``own_names``; and
+    neither one of ``inputs`` nor a folder holding one of them."""
+    target = Path(target)
+    resolved = target.resolve()
+    for source in inputs:
+        src = Path(source).resolve()
+        if _inside(src, resolved) or _inside(resolved, src):
+            raise ProblemError(f"--out: {str(target)!r} overlaps the run directory {str(source)!r} being read; "
+                               "choose a separate output folder")
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise ProblemError(f"--out: {str(target)!r} exists and is not a folder; choose another path")
+    entries = list(target.iterdir()) if target.is_dir() else []
+    legacy = bool(own_names) and bool(entries) and all(
+        any(fnmatch.fnmatch(e.name, pattern) for pattern in own_names) for e in entries)
+    if entries and not (target / OUTPUT_MARKER).exists() and not legacy:
+        raise ProblemError(f"--out: {str(target)!r} holds files contactbench did not write (no {OUTPUT_MARKER}); "
+                           "it is never replaced: choose an empty or new folder")
+
+
+def replace_output_dir(target: Path | str, build: Callable[[Path], T], inputs: list[Path] = (),
+                       own_names: tuple[str, ...] = ()) -> T:
+    """Build an output folder with ``build(tmp)`` in a temporary folder beside ``target``,
+    mark it, and swap it in (see module docstring); on any failure the temporary folder is
+    removed and ``target`` is left as it was. Returns what ``build`` returns."""
+    target = Path(target)
+    check_output_dir(target, inputs, own_names)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    old = None
+    try:
+        result = build(tmp)
+        (tmp / OUTPUT_MARKER).write_text("written by contactbench; this folder is replaced on the next write\n")
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+            os.replace(target, old / "previous")
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and (old / "previous").exists() and not target.exists():
+            os.replace(old / "previous", target)  # put the previous output back
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    return result
