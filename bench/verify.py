@@ -278,8 +278,10 @@ def farkas_check(A_eq: np.ndarray, b_eq: np.ndarray, A_ub: np.ndarray, b_ub: np.
     on bounded ones, and on a cone's normal ``g_b = min(g_n + mu |g_t|, 0)`` where its
     bound is finite and ``>= 0``. Then ``g @ x <= lb @ g_b``, so ``b @ y - lb @ g_b > 0``
     is a contradiction. Columns: ``cert_gap`` (the largest violation of the sign
-    conditions, <= ``tol.certificate`` to pass), ``cert_value`` (``b @ y - lb @ g_b``,
-    > ``tol.certificate`` to pass), ``certificate_ok``. Cone index triples must be
+    conditions), ``cert_value`` (``b @ y - lb @ g_b``), ``certificate_ok``: it passes with
+    ``cert_value > tol.certificate`` and ``cert_gap <= tol.certificate * cert_value``, which
+    proves that no ``x`` with ``|x|_1 < 1 / tol.certificate`` is feasible (a violation
+    ``e`` of the sign conditions adds at most ``|e|_inf |x|_1`` to ``g @ x``). Cone index triples must be
     disjoint (``check_standard_form`` enforces it), else the split is not sound.
     """
     B, n = A_eq.shape[0], A_eq.shape[2]
@@ -312,7 +314,9 @@ def farkas_check(A_eq: np.ndarray, b_eq: np.ndarray, A_ub: np.ndarray, b_ub: np.
         gap = np.maximum.reduce(gap_parts)
         value = (np.einsum("bm,bm->b", b_eq, ye) + np.einsum("bm,bm->b", b_ub, yu)
                  - np.sum(lb0 * g_b, axis=1))
-    ok = (scale > 0) & (gap <= tol.certificate) & (value > tol.certificate)
+    # relative to what it proves: with ``gap <= certificate * value`` no feasible x has
+    # |x|_1 < 1 / certificate (1e5 in the problem's units, m*g: far beyond any contact force)
+    ok = (scale > 0) & (value > tol.certificate) & (gap <= tol.certificate * value)
     ok &= _finite_rows(y_eq) & _finite_rows(y_ub) & ~np.isnan(gap) & np.isfinite(value)
     return pd.DataFrame({"cert_gap": gap, "cert_value": value, "certificate_ok": ok})
 

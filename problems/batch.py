@@ -103,13 +103,18 @@ class ProblemBatch:
         for key in self._OPTIONAL:
             if getattr(self, key) is not None:
                 arrays[key] = getattr(self, key)
-        with open(directory / f"{name}.npz{tag}", "wb") as fh:
-            np.savez(fh, **arrays)
-        self.meta.to_parquet(directory / f"{name}.parquet{tag}", index=False)
-        (directory / f"{name}.json{tag}").write_text(json.dumps(
-            {"family": self.family, "kind": self.kind, "cap": self.cap, "params": self.params}, default=list))
-        for ext in ("npz", "parquet", "json"):  # the json last: its presence marks a complete save
-            os.replace(directory / f"{name}.{ext}{tag}", directory / f"{name}.{ext}")
+        temps = [directory / f"{name}.{ext}{tag}" for ext in ("npz", "parquet", "json")]
+        try:
+            with open(temps[0], "wb") as fh:
+                np.savez(fh, **arrays)
+            self.meta.to_parquet(temps[1], index=False)
+            temps[2].write_text(json.dumps(
+                {"family": self.family, "kind": self.kind, "cap": self.cap, "params": self.params}, default=list))
+            for ext, tmp in zip(("npz", "parquet", "json"), temps):  # the json last: it marks a complete save
+                os.replace(tmp, directory / f"{name}.{ext}")
+        finally:  # a failed save (disk full) leaves no temporary file
+            for tmp in temps:
+                tmp.unlink(missing_ok=True)
 
     @classmethod
     def load(cls, directory: Path | str, name: str) -> "ProblemBatch":

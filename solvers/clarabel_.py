@@ -42,12 +42,15 @@ class ClarabelAdapter(Adapter):
         "tol_gap_abs": Option(float, None, "absolute duality gap tolerance (Clarabel default 1e-8)"),
         "tol_gap_rel": Option(float, None, "relative duality gap tolerance (default 1e-8)"),
         "tol_feas": Option(float, None, "feasibility tolerance (default 1e-8)"),
+        "tol_infeas_abs": Option(float, None, "absolute infeasibility tolerance (default 1e-8)"),
+        "tol_infeas_rel": Option(float, None, "relative infeasibility tolerance (default 1e-8)"),
         "max_iter": Option(int, None, "iteration limit (default 200)"),
         "direct_solve_method": Option(str, None, "KKT solver (qdldl default)"),
     }
     SETTINGS = {
         "default": {},
-        "high_accuracy": {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10},
+        "high_accuracy": {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10,
+                          "tol_infeas_abs": 1e-12, "tol_infeas_rel": 1e-12},
         "low_accuracy": {"tol_gap_abs": 1e-5, "tol_gap_rel": 1e-5, "tol_feas": 1e-5},
     }
 

@@ -60,12 +60,11 @@ class HighsAdapter(Adapter):
         self._solver()  # options HiGHS rejects fail here, before any run
 
     @staticmethod
-    def _set(h, key, value) -> None:
+    def _set(h, key, value) -> bool:
+        """Set one HiGHS option; False when HiGHS rejects it."""
         import highspy
 
-        if h.setOptionValue(key, value) != highspy.HighsStatus.kOk:
-            raise ProblemError(f"setting {key!r}: HiGHS rejects the value {value!r} (see HiGHS' option list "
-                               "for its type and range)")
+        return h.setOptionValue(key, value) == highspy.HighsStatus.kOk
 
     def _solver(self):
         """The one ``Highs`` object of this adapter, created on first use."""
@@ -74,8 +73,11 @@ class HighsAdapter(Adapter):
 
             h = highspy.Highs()
             self._set(h, "output_flag", False)
-            for key, value in self.native_options().items():
-                self._set(h, key, value)
+            rejected = [f"{key}={value!r}" for key, value in self.native_options().items()
+                        if not self._set(h, key, value)]
+            if rejected:
+                raise ProblemError(f"settings: HiGHS rejects {', '.join(rejected)} (see HiGHS' option list for "
+                                   "each option's type and range)")
             self._highs = h
         return self._highs
 

@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from solvers import Adapter, BatchSolution, Capabilities, Status
+from solvers.base import Option
 from solvers.highs_ import HighsAdapter
 
 
@@ -75,4 +76,70 @@ class SleepyHighs(HighsAdapter):
         return super().run(prepared)
 
 
-ADAPTERS = [HangingAdapter, CrashingAdapter, RaisingAdapter, OverconfidentAdapter, SleepyHighs]
+def _answer(prepared, status, x, y_eq, y_ub) -> BatchSolution:
+    b = prepared.batch
+    return BatchSolution(
+        x=x, y_eq=y_eq, y_ub=y_ub, objective=np.zeros(b), status=np.array([status] * b, dtype=object),
+        iterations=np.zeros(b, dtype=np.int64), native_status=np.array(["fake"] * b, dtype=object),
+        message=np.array([""] * b, dtype=object))
+
+
+class InfeasibleClaimAdapter(Adapter):
+    """Says INFEASIBLE for every case with NaN x and NaN duals (issue 12: scored 32/64 and
+    29/64 correct on quadruped qp/socp): a claim without a certificate."""
+
+    NAME = "fake-infeasible"
+    CAPABILITIES = Capabilities(lp=True, qp=True, socp=True, dtypes=("float64",))
+
+    def run(self, prepared):
+        return prepared
+
+    def collect(self, raw, prepared):
+        b = prepared.batch
+        nan = lambda m: np.full((b, m), np.nan)  # noqa: E731
+        return _answer(prepared, Status.INFEASIBLE, nan(prepared.n), nan(prepared.m_eq), nan(prepared.m_ub))
+
+
+class RandomAnswerAdapter(Adapter):
+    """Fabricated answers: random ``x`` (seeded by the ``seed`` setting) and zero duals, or
+    random duals with ``duals=True``, claimed OPTIMAL; issue 12: random ``x`` scored 165/384
+    'correct' on exit LPs. (Random duals can, by chance, be a real Farkas certificate: a
+    proof however it was found.)"""
+
+    NAME = "fake-random"
+    CAPABILITIES = Capabilities(lp=True, qp=True, socp=True, dtypes=("float64",))
+    OPTIONS = {"seed": Option(int, 0, "random seed of the fabricated answers"),
+               "duals": Option(bool, False, "fabricate random duals too (else zeros)")}
+
+    def run(self, prepared):
+        return prepared
+
+    def collect(self, raw, prepared):
+        rng = np.random.default_rng(self.settings["seed"])
+        b = prepared.batch
+        x = rng.uniform(0, 1, (b, prepared.n))
+        if not self.settings["duals"]:
+            return _answer(prepared, Status.OPTIMAL, x, np.zeros((b, prepared.m_eq)), np.zeros((b, prepared.m_ub)))
+        return _answer(prepared, Status.OPTIMAL, x, rng.normal(size=(b, prepared.m_eq)),
+                       -rng.uniform(0, 1, (b, prepared.m_ub)))
+
+
+class NanOptimalAdapter(Adapter):
+    """Claims OPTIMAL with a NaN ``x`` (what qpax did on batches of 128): the base class must
+    record NUMERICAL_ERROR."""
+
+    NAME = "fake-nan-optimal"
+    CAPABILITIES = Capabilities(lp=True, qp=True, dtypes=("float64",))
+
+    def run(self, prepared):
+        return prepared
+
+    def collect(self, raw, prepared):
+        b = prepared.batch
+        x = np.zeros((b, prepared.n))
+        x[::2] = np.nan
+        return _answer(prepared, Status.OPTIMAL, x, np.zeros((b, prepared.m_eq)), np.zeros((b, prepared.m_ub)))
+
+
+ADAPTERS = [HangingAdapter, CrashingAdapter, RaisingAdapter, OverconfidentAdapter, SleepyHighs,
+            InfeasibleClaimAdapter, RandomAnswerAdapter, NanOptimalAdapter]

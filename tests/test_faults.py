@@ -1,0 +1,290 @@
+"""Issue 12, section 2: nothing lost, nothing deleted, nothing left behind. Fault injection
+with real processes, signals, files and file systems (a read-only or size-limited tmpfs,
+where this machine lets the tests mount one)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import TESTS_DIR
+
+PLUGINS = {"CONTACTBENCH_PLUGINS": "fake_adapters",
+           "PYTHONPATH": os.pathsep.join(p for p in [str(TESTS_DIR), os.environ.get("PYTHONPATH", "")] if p)}
+
+
+def cb(*args, cwd, env=None, timeout=300, check=None):
+    """Run the real ``contactbench`` CLI in a fresh process; returns the CompletedProcess."""
+    full_env = {**os.environ, **PLUGINS, **(env or {})}
+    out = subprocess.run([sys.executable, "-m", "bench.cli", *map(str, args)], cwd=cwd, env=full_env,
+                         capture_output=True, text=True, timeout=timeout)
+    if check is not None:
+        assert out.returncode == check, out.stdout + out.stderr
+    return out
+
+
+def small_run(tmp_path, run_id="r", solvers=("highs", "scipy-highs")):
+    args = ["run", "-f", "planar-box", "--n", "4", "--repeats", "1", "--out", tmp_path / "runs", "--run-id", run_id]
+    for s in solvers:
+        args += ["-s", s]
+    cb(*args, cwd=tmp_path, check=0)
+    return tmp_path / "runs" / run_id
+
+
+def tree(path: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def leftovers(path: Path) -> list[str]:
+    return [str(p) for p in path.rglob("*") if p.name.endswith(".tmp") or ".tmp" in p.name or p.name.endswith(".old")]
+
+
+# ------------------------------------------------------------------ publish / report --out
+
+@pytest.mark.parametrize("command", ["publish", "report"])
+def test_output_never_replaces_what_contactbench_did_not_write(tmp_path, command):
+    run = small_run(tmp_path)
+    before = tree(run)
+    # --out the run itself: refused, the run untouched
+    res = cb(command, run, "--out", run, cwd=tmp_path, check=2)
+    assert "overlaps the run directory" in res.stdout
+    assert tree(run) == before
+    # --out a folder holding someone's thesis: refused, the thesis untouched
+    thesis = tmp_path / "P" / "thesis.tex"
+    thesis.parent.mkdir()
+    thesis.write_text("\\chapter{Years of work}")
+    res = cb(command, run, "--out", tmp_path / "P", cwd=tmp_path, check=2)
+    assert "did not write" in res.stdout and thesis.read_text() == "\\chapter{Years of work}"
+    # --out a parent of the run: refused
+    cb(command, run, "--out", tmp_path / "runs", cwd=tmp_path, check=2)
+    assert tree(run) == before
+    # a new folder, then the same folder again: contactbench's own output is replaced
+    cb(command, run, "--out", tmp_path / "site", cwd=tmp_path, check=0)
+    assert (tmp_path / "site" / ".contactbench-output").exists()
+    cb(command, run, "--out", tmp_path / "site", cwd=tmp_path, check=0)
+    assert leftovers(tmp_path) == []
+
+
+def test_failed_publish_leaves_the_previous_site_whole(tmp_path, monkeypatch):
+    from bench import publish
+
+    run = small_run(tmp_path)
+    site = tmp_path / "site"
+    publish.publish([run], site)
+    before = tree(site)
+
+    def broken(rows, run_dirs, out, final):
+        (out / "index.html").write_text("half a site")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(publish, "_build_site", broken)
+    with pytest.raises(OSError):
+        publish.publish([run], site)
+    assert tree(site) == before
+    assert leftovers(tmp_path) == []
+
+
+def test_failed_report_leaves_no_half_report(tmp_path, monkeypatch):
+    from bench import report
+
+    run = small_run(tmp_path)
+    rows = report.load_runs([run])
+
+    def broken(rows, out, manifests):
+        (out / "report.md").write_text("half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(report, "_write_report", broken)
+    with pytest.raises(OSError):
+        report.write_report(rows, tmp_path / "rep")
+    assert not (tmp_path / "rep").exists() and leftovers(tmp_path) == []
+
+
+# ------------------------------------------------------------------ corrupt results
+
+def test_truncated_and_empty_cells_are_rerun_on_resume(tmp_path):
+    run = small_run(tmp_path)
+    cells = sorted(run.glob("*.parquet"))
+    assert len(cells) == 2
+    size = cells[0].stat().st_size
+    os.truncate(cells[0], size // 2)  # `truncate -s`: a cell cut short
+    os.truncate(cells[1], 0)  # a 0-byte cell
+    res = cb("run", "-f", "planar-box", "--n", "4", "--repeats", "1", "-s", "highs", "-s", "scipy-highs",
+             "--out", tmp_path / "runs", "--run-id", "r", "--resume", cwd=tmp_path, check=0)
+    assert "already done" not in res.stdout and res.stdout.count("✓") == 2
+    from bench import rundir
+
+    assert all(rundir.cell_finished(c) for c in cells)
+    # and a third resume trusts them
+    res = cb("run", "-f", "planar-box", "--n", "4", "--repeats", "1", "-s", "highs", "-s", "scipy-highs",
+             "--out", tmp_path / "runs", "--run-id", "r", "--resume", cwd=tmp_path, check=0)
+    assert res.stdout.count("already done") == 2
+
+
+def test_report_and_publish_skip_unreadable_cells_with_a_warning(tmp_path):
+    run = small_run(tmp_path)
+    cells = sorted(run.glob("*.parquet"))
+    os.truncate(cells[0], 100)
+    (run / "run.json").write_text("{not json")
+    import pandas as pd
+
+    pd.DataFrame({"a": [1, 2]}).to_parquet(run / "foreign.parquet")  # a parquet with the wrong schema
+    res = cb("report", run, "--out", tmp_path / "rep", cwd=tmp_path, check=0)
+    text = res.stdout + res.stderr
+    assert cells[0].name in text and "foreign.parquet" in text and "run.json" in text
+    assert "Traceback" not in text
+    summary = pd.read_csv(tmp_path / "rep" / "report.csv")
+    assert len(summary) == 1 and summary["solver"].iloc[0] in ("highs", "scipy-highs")
+    res = cb("publish", run, "--out", tmp_path / "site", cwd=tmp_path, check=0)
+    assert cells[0].name in res.stdout + res.stderr
+    # nothing readable at all: exit 2, with the files named
+    os.truncate(cells[1], 0)
+    res = cb("report", run, "--out", tmp_path / "rep", cwd=tmp_path, check=2)
+    assert "no readable cell results" in res.stdout and "Traceback" not in res.stdout + res.stderr
+
+
+# ------------------------------------------------------------------ processes
+
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    except OSError:
+        return False
+
+
+def test_sigkill_of_the_run_takes_its_workers_with_it(tmp_path):
+    """On main the workers were reparented to PID 1, kept running, and still wrote parquet."""
+    env = {**os.environ, **PLUGINS, "FAKE_SLEEP_S": "6"}
+    proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "run", "-f", "planar-box", "--n", "4",
+                             "--repeats", "1", "-s", "fake-sleepy", "--timeout", "120", "--out", tmp_path / "runs",
+                             "--run-id", "k"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    log = tmp_path / "runs" / "k" / "logs"
+    deadline = time.monotonic() + 120
+    workers = []
+    while time.monotonic() < deadline and not (workers and any(log.glob("*.log"))):
+        time.sleep(0.2)
+        workers = [c for c in _children(proc.pid) if "resource_tracker" not in Path(f"/proc/{c}/cmdline").read_text()] \
+            if proc.poll() is None else []
+    assert workers, "no worker started"
+    time.sleep(1.0)  # the worker is inside the sleeping solve
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(w) for w in workers):
+        time.sleep(0.1)
+    assert not any(_alive(w) for w in workers)
+    time.sleep(7)  # past the solve's end: an orphan would have written its cell by now
+    assert list((tmp_path / "runs" / "k").glob("*.parquet")) == []
+
+
+def test_worker_start_up_does_not_count_against_the_timeout(tmp_path):
+    """A 16-LP HiGHS cell was killed at --timeout 1 on main (spawn and imports counted)."""
+    res = cb("run", "-f", "planar-box", "--n", "16", "--repeats", "1", "-s", "highs", "--timeout", "1",
+             "--out", tmp_path / "runs", "--run-id", "t", cwd=tmp_path, check=0)
+    assert "16/16 correct" in res.stdout
+
+
+def test_a_run_in_which_every_cell_failed_exits_non_zero(tmp_path):
+    res = cb("run", "-f", "planar-box", "--n", "4", "--repeats", "1", "-s", "fake-raise",
+             "--out", tmp_path / "runs", cwd=tmp_path, check=1)
+    assert "every cell failed" in res.stdout
+
+
+# ------------------------------------------------------------------ bad arguments
+
+@pytest.mark.parametrize("args, name", [
+    (["--run-id", "../../escape"], "--run-id"), (["--run-id", "/tmp/anywhere"], "--run-id"),
+    (["--run-id", "a/b"], "--run-id"), (["--run-id", ".."], "--run-id"),
+    (["--seed", "-1"], "--seed"),
+    (["--timeout", "0"], "--timeout"), (["--timeout", "-1"], "--timeout"), (["--timeout", "nan"], "--timeout"),
+    (["--timeout", "inf"], "--timeout"),
+    (["-f", "planar-box[mu=-1]"], "planar-box[mu=-1]"), (["-f", "planar-box[drop=2]"], "drop"),
+    (["-f", "cube-3d[edges=0]"], "edges"), (["-f", "quadruped[stance=XX,kind=socp]", "-s", "clarabel"], "stance"),
+])
+def test_bad_arguments_exit_2_before_anything_is_created(tmp_path, args, name):
+    small_run(tmp_path, "first", ("highs",))
+    latest = os.readlink(tmp_path / "runs" / "latest")
+    before = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    full = ["run", "--n", "4", "--repeats", "1", "--out", tmp_path / "runs", *args]
+    if "-s" not in args:
+        full += ["-s", "highs"]
+    if "-f" not in args:
+        full += ["-f", "planar-box"]
+    res = cb(*full, cwd=tmp_path, check=2)
+    assert name in res.stdout and "Traceback" not in res.stdout + res.stderr
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == before
+    assert os.readlink(tmp_path / "runs" / "latest") == latest
+    assert not (tmp_path / "escape").exists() and not Path("/tmp/anywhere").exists()
+
+
+# ------------------------------------------------------------------ full and read-only disks
+
+def _mount_tmpfs(path: Path, options: str) -> bool:
+    path.mkdir(parents=True, exist_ok=True)
+    ok = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)],
+                        capture_output=True).returncode == 0
+    return ok
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    mounted = []
+
+    def mount(name: str, options: str) -> Path:
+        path = tmp_path / name
+        if not _mount_tmpfs(path, options):
+            pytest.skip("this machine does not let the tests mount a tmpfs (needs root or CAP_SYS_ADMIN)")
+        mounted.append(path)
+        return path
+
+    yield mount
+    for path in mounted:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def test_read_only_out_exits_2_with_a_message(tmp_path, tmpfs):
+    ro = tmpfs("ro", "ro,size=1m")
+    res = cb("run", "-f", "planar-box", "--n", "4", "-s", "highs", "--out", ro / "runs", cwd=tmp_path, check=2)
+    assert "--out" in res.stdout and "Traceback" not in res.stdout + res.stderr
+    assert list(ro.iterdir()) == []
+
+
+def test_full_disk_exits_1_without_traceback_or_temp_files(tmp_path, tmpfs):
+    small = tmpfs("small", "size=48k")
+    res = cb("run", "-f", "planar-box", "--n", "64", "--repeats", "1", "-s", "highs", "-s", "scipy-highs",
+             "--out", small / "runs", "--run-id", "full", cwd=tmp_path)
+    text = res.stdout + res.stderr
+    assert res.returncode == 1, text
+    assert "cannot write results" in text and "Traceback" not in text
+    assert leftovers(small) == []
+    # what was written reads back or is clearly unfinished: never a half file taken as done
+    from bench import rundir
+
+    for cell in (small / "runs" / "full").glob("*.parquet"):
+        assert rundir.cell_finished(cell) or not rundir.manifest_path(cell).exists()
+
+
+def test_manifest_is_written_after_the_cell_and_checks_it(tmp_path):
+    from bench import rundir
+
+    run = small_run(tmp_path, "m", ("highs",))
+    cell = next(run.glob("*.parquet"))
+    meta = json.loads(rundir.manifest_path(cell).read_text())
+    assert meta["rows"] == 4 and meta["file"] == cell.name and len(meta["sha256"]) == 64
+    data = bytearray(cell.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte in the middle
+    cell.write_bytes(bytes(data))
+    with pytest.raises(rundir.CorruptResult, match="checksum"):
+        rundir.read_cell(cell)
