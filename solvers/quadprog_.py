@@ -27,6 +27,7 @@ class QuadprogAdapter(Adapter):
     SETTINGS = {"default": {}}
 
     def _check_problem_class(self, problem: StandardForm) -> None:
+        super()._check_problem_class(problem)  # cones, bounds: refused like everywhere
         if problem.P is None:
             raise ProblemError("P: quadprog solves strictly convex QPs only; got an LP (P=None)")
 

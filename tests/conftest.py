@@ -51,3 +51,19 @@ def fake_plugins(monkeypatch):
     yield
     monkeypatch.delenv("CONTACTBENCH_PLUGINS")
     solvers.refresh()
+
+
+# Hypothesis: a small example count for `make test`, a larger search behind
+# `pytest --hypothesis-profile thorough` (or HYPOTHESIS_PROFILE=thorough).
+try:
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True,
+                              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                                     HealthCheck.filter_too_much])
+    settings.register_profile("thorough", max_examples=500, deadline=None,
+                              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                                     HealthCheck.filter_too_much])
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+except ImportError:  # pragma: no cover - hypothesis is in the test extra
+    pass

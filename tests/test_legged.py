@@ -126,9 +126,12 @@ def test_altproj_dykstra_reaches_the_optimum_and_ap_a_feasible_point():
         checked = verify_qp(batch, s)
         outcome = qp_outcomes(checked, ref)["outcome"]
         feasible = (ref["truth"] == "feasible").to_numpy()
-        assert set(outcome[feasible]) <= set(want) | {"false_reject"}
-        assert (outcome[feasible] == "false_reject").sum() <= 1
-        assert set(outcome[~feasible]) == {"correct"}  # every infeasible case flagged, none accepted
+        # altproj returns no duals: its infeasibility claims carry no certificate, so they are
+        # uncertain (never correct, never false_reject); every infeasible case is flagged, none accepted
+        assert set(outcome[feasible]) <= set(want) | {"uncertain"}
+        assert (outcome[feasible] == "uncertain").sum() <= 1
+        assert set(outcome[~feasible]) == {"uncertain"}
+        assert all(st is Status.INFEASIBLE for st in s.status[~feasible])
     said_feasible = s.status == Status.OPTIMAL
     assert (s.extras["max_utilization"][said_feasible] <= 1 + 1e-4).all()
 
@@ -170,13 +173,17 @@ def test_solvers_that_break_on_two_feet_show_in_the_rank_deficient_table():
     deficient = batch.meta["rank_deficient"].to_numpy()
     solution = solvers.get("quadprog").solve_batch(*batch.arrays(), **batch.extra())
     outcome = qp_outcomes(verify_qp(batch, solution), ref)["outcome"].to_numpy()
-    # quadprog says "constraints are inconsistent" on some feasible two-foot stances, never elsewhere
-    rejected = outcome == "false_reject"
+    # quadprog says "constraints are inconsistent" on some feasible two-foot stances, never elsewhere;
+    # with no certificate behind the claim it is uncertain, not a (verified) false reject
+    said = np.array([st is Status.INFEASIBLE for st in solution.status])
+    rejected = said & (ref["truth"] == "feasible").to_numpy()
     assert rejected.sum() >= 1 and deficient[rejected].all()
+    assert (outcome[rejected] == "uncertain").all()
     rows = pd.DataFrame({"family_label": "quadruped", "kind": "qp", "solver_label": "quadprog", "device": "cpu",
                          "dtype": "float64", "n_scenes": 64, "outcome": outcome, "meta_rank_deficient": deficient})
     table = report.rank_deficient_summary(rows)
-    assert table.loc[0, "false_reject"] == rejected.sum() and table.loc[0, "cases"] == deficient.sum()
+    assert table.loc[0, "uncertain"] == (outcome[deficient] == "uncertain").sum() >= rejected.sum()
+    assert table.loc[0, "cases"] == deficient.sum()
 
 
 def test_verify_qp_flags_unsafe_forces_as_false_accept():
@@ -250,7 +257,10 @@ def test_standard_form_rejects_bad_bounds_and_cones():
         solvers.check_standard_form(*args, lb=[0.0, np.inf])
     with pytest.raises(ProblemError, match="cones"):
         solvers.check_standard_form(*args, cones=[[0, 1, 2]], cone_mu=[0.5])
+    args3 = ([0.0] * 3, np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3)), np.zeros(0))
     with pytest.raises(ProblemError, match="cone_mu"):
-        solvers.check_standard_form(*args, cones=[[0, 1, 1]], cone_mu=[-1.0])
+        solvers.check_standard_form(*args3, cones=[[0, 1, 2]], cone_mu=[-1.0])
+    with pytest.raises(ProblemError, match="disjoint"):  # the certificate check relies on it
+        solvers.check_standard_form(*args3, cones=[[0, 1, 1]], cone_mu=[1.0])
     with pytest.raises(ProblemError, match="x >= 0 only"):
         solvers.get("linrax").solve(*args, lb=[-np.inf, 0.0])

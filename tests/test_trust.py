@@ -176,6 +176,21 @@ def test_magnitudes_at_a_solvers_infinity_are_refused(name):
         assert adapter.solve([-1.0], np.zeros((0, 1)), np.zeros(0), [[1.0]], [1e3]).x == pytest.approx([1e3], rel=1e-4)
 
 
+@pytest.mark.parametrize("name", [n for n, c in solvers.adapters().items()
+                                  if not c.CAPABILITIES.socp and not n.startswith("fake-")])
+def test_adapters_without_cones_refuse_them(name):
+    """quadprog's own class check replaced the base one, so it solved SOCPs without their cones."""
+    if solvers.available().get(name):
+        pytest.skip(solvers.available()[name])
+    cls = solvers.adapters()[name]
+    # a general QP solver must name the cones; LP-only or special-structure ones refuse earlier
+    general = cls.GENERAL_BOUNDS and cls.CAPABILITIES.qp and cls.CAPABILITIES.structures is None
+    with pytest.raises(ProblemError, match="^cones: " if general else "^(cones|P|lb|problem): "):
+        solvers.get(name, dtype=cls.CAPABILITIES.dtypes[0]).solve(
+            [0.0, 0.0, 0.0], np.eye(3), [0.3, 1, 0], np.zeros((0, 3)), np.zeros(0), P=2 * np.eye(3),
+            lb=[-np.inf] * 3, cones=[[1, 0, 2]], cone_mu=[0.5])
+
+
 def test_complex_and_zero_variable_inputs_are_refused():
     highs = solvers.get("highs")
     with pytest.raises(ProblemError, match="^A_eq: expected real numbers"):

@@ -1,0 +1,252 @@
+"""Property-based tests (Hypothesis) of the validation layer, the verifier and the adapters'
+status contract (issue 12, section 3).
+
+``make test`` runs the small ``ci`` profile registered in ``conftest.py``; a larger search
+is ``pytest tests/test_properties.py --hypothesis-profile thorough``.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import problems
+import solvers
+from bench import verify
+from bench.reference import compute_reference
+from problems import hold_batch, planar_box
+from solvers import BatchSolution, ProblemError, Status, check_standard_form
+
+# ------------------------------------------------------------------ strategies
+
+ODD_FLOATS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True, width=64),
+    st.sampled_from([0.0, -0.0, 1e-300, 1e25, -1e39, 1e308, np.nan, np.inf, -np.inf]),
+)
+DTYPES = st.sampled_from([np.float64, np.float32, np.int64, np.int8, np.complex128, np.bool_, object])
+
+
+@st.composite
+def odd_array(draw, shape):
+    """An array of ``shape`` (or a wrong shape), of any dtype, with odd values."""
+    if draw(st.integers(0, 9)) == 0:  # now and then a wrong number of dimensions
+        shape = tuple(draw(st.lists(st.integers(0, 3), max_size=3)))
+    dtype = draw(DTYPES)
+    values = draw(hnp.arrays(np.float64, shape, elements=ODD_FLOATS if draw(st.booleans()) else
+                             st.floats(-10, 10, allow_nan=False)))
+    if dtype is object:
+        out = values.astype(object)
+        if out.size and draw(st.booleans()):
+            out.flat[0] = "x"
+        return out
+    with np.errstate(all="ignore"):
+        out = values.astype(dtype)
+    if dtype is np.complex128 and draw(st.booleans()):
+        out = out + 1j
+    return out
+
+
+@st.composite
+def raw_problem(draw):
+    n = draw(st.integers(0, 4))
+    m_eq, m_ub = draw(st.integers(0, 3)), draw(st.integers(0, 3))
+    args = [draw(odd_array((n,))), draw(odd_array((m_eq, n))), draw(odd_array((m_eq,))),
+            draw(odd_array((m_ub, n))), draw(odd_array((m_ub,)))]
+    kwargs = {}
+    if draw(st.booleans()):
+        kwargs["P"] = draw(odd_array((n, n)))
+    if draw(st.booleans()):
+        kwargs["lb"] = draw(odd_array((n,)))
+    if draw(st.integers(0, 3)) == 0:
+        kwargs["cones"] = draw(hnp.arrays(np.int64, (draw(st.integers(0, 2)), 3), elements=st.integers(-1, 4)))
+        kwargs["cone_mu"] = draw(odd_array((len(kwargs["cones"]),)))
+    return args, kwargs
+
+
+@st.composite
+def sane_problem(draw, max_n=3, max_m=2, qp=None):
+    """A well-formed small LP or QP (any feasibility), P symmetric PSD when present."""
+    n = draw(st.integers(1, max_n))
+    m_eq, m_ub = draw(st.integers(0, max_m)), draw(st.integers(0, max_m))
+    val = st.floats(-5, 5, allow_nan=False).map(lambda v: round(v, 2))
+    c = draw(hnp.arrays(np.float64, (n,), elements=val))
+    A_eq = draw(hnp.arrays(np.float64, (m_eq, n), elements=val))
+    b_eq = draw(hnp.arrays(np.float64, (m_eq,), elements=val))
+    A_ub = draw(hnp.arrays(np.float64, (m_ub, n), elements=val))
+    b_ub = draw(hnp.arrays(np.float64, (m_ub,), elements=val))
+    P = None
+    if qp if qp is not None else draw(st.booleans()):
+        L = draw(hnp.arrays(np.float64, (n, n), elements=val))
+        P = L @ L.T + draw(st.sampled_from([0.0, 0.1, 1.0])) * np.eye(n)
+    return (c, A_eq, b_eq, A_ub, b_ub), P
+
+
+# ------------------------------------------------------------------ validation
+
+@given(raw_problem(), st.booleans())
+def test_validation_accepts_or_raises_problem_error(problem, batched):
+    args, kwargs = problem
+    if batched:
+        args = [np.asarray(a)[None] if isinstance(a, np.ndarray) else a for a in args]
+        kwargs = {k: (v if k == "cones" else np.asarray(v)[None]) for k, v in kwargs.items()}
+    try:
+        form = check_standard_form(*args, **kwargs, batched=batched)
+    except ProblemError:
+        return
+    # accepted: float64, finite where it must be, P symmetric PSD, at least one variable
+    assert form.n >= 1
+    for arr in (form.c, form.A_eq, form.b_eq, form.A_ub, form.b_ub):
+        assert arr.dtype == np.float64 and np.all(np.isfinite(arr))
+    if form.P is not None:
+        P = form.P
+        assert np.array_equal(P, np.swapaxes(P, -1, -2))
+        eig = np.linalg.eigvalsh(P)
+        assert np.all(eig[..., 0] >= -1e-9 * np.max(np.abs(eig), axis=-1) - 1e-300)
+    # and every adapter either takes it or refuses it with ProblemError
+    for name in ("highs", "linrax", "clarabel"):
+        adapter = solvers.get(name, dtype=solvers.adapters()[name].CAPABILITIES.dtypes[0])
+        try:
+            adapter.validate(form)
+        except ProblemError:
+            pass
+
+
+@given(st.data())
+def test_asymmetric_or_indefinite_P_is_refused(data):
+    n = data.draw(st.integers(2, 4))
+    P = data.draw(hnp.arrays(np.float64, (n, n), elements=st.floats(-3, 3, allow_nan=False)))
+    asym = np.max(np.abs(P - P.T)) > 1e-9 * max(np.max(np.abs(P)), 1e-300)
+    sym = 0.5 * (P + P.T)
+    eig = np.linalg.eigvalsh(sym)
+    indefinite = eig[0] < -1e-9 * np.max(np.abs(eig))
+    args = (np.zeros(n), np.zeros((0, n)), np.zeros(0), np.zeros((0, n)), np.zeros(0))
+    if asym or indefinite:
+        with pytest.raises(ProblemError, match="^P: "):
+            check_standard_form(*args, P=P)
+    else:
+        check_standard_form(*args, P=P)
+
+
+# ------------------------------------------------------------------ the verifier
+
+def _solution(x, y_eq, y_ub, status=Status.OPTIMAL):
+    b = x.shape[0]
+    return BatchSolution(x, y_eq, y_ub, np.zeros(b), np.array([status] * b, dtype=object), np.zeros(b, int),
+                         np.array([""] * b, dtype=object), np.array([""] * b, dtype=object))
+
+
+@st.composite
+def planar_scene(draw):
+    return planar_box.scene(mu=draw(st.floats(0.05, 1.2)), tilt=draw(st.floats(-0.6, 0.6)),
+                            corners=draw(st.sampled_from(["AB", "A", "B"])), pad=True)
+
+
+PERTURBATIONS = ["random_x", "scaled_witness", "nan_everything", "flipped_duals", "shifted_witness"]
+
+
+def _perturb(kind, rng, good: BatchSolution, n, m_eq, m_ub):
+    x, ye, yu = good.x.copy(), good.y_eq.copy(), good.y_ub.copy()
+    zeros = (np.zeros_like(ye), np.zeros_like(yu))
+    if kind == "random_x":
+        return _solution(rng.uniform(0, 2, x.shape), *zeros)
+    if kind == "scaled_witness":
+        return _solution(x * rng.choice([rng.uniform(0.2, 0.98), rng.uniform(1.02, 3.0)]), *zeros)
+    if kind == "shifted_witness":
+        shift = np.zeros_like(x)
+        shift[:, rng.integers(x.shape[1])] = rng.choice([-1, 1]) * rng.uniform(1e-3, 1.0)
+        return _solution(x + shift, *zeros)
+    if kind == "nan_everything":
+        return _solution(np.full_like(x, np.nan), np.full_like(ye, np.nan), np.full_like(yu, np.nan),
+                         Status.INFEASIBLE)
+    return _solution(np.full_like(x, np.nan), -ye, -yu, Status.INFEASIBLE)  # flipped_duals
+
+
+@given(planar_scene(), st.sampled_from(PERTURBATIONS), st.integers(0, 2**32 - 1), st.sampled_from(["lp1", "exit"]))
+def test_no_fabricated_or_perturbed_hold_answer_is_counted_correct(scene, perturbation, seed, kind):
+    batch = hold_batch("t", [scene], pd.DataFrame([{"case": 0}]), kind)
+    ref = compute_reference(batch)
+    good = solvers.get("highs").solve_batch(*batch.arrays())
+    if perturbation in ("scaled_witness", "shifted_witness"):
+        ok = verify.verify_exit(batch, good)["verdict"] == "verified" if kind == "exit" else \
+            verify.verify_lp1(batch, good)["verdict"] == "supported"
+        assume(ok.all() and np.any(np.abs(good.x[:, :batch.k]) > 1e-3))  # a witness there is to perturb
+        if kind == "exit":  # t = 0 with lam scaled: only the scale of lam is wrong
+            assume(np.all(np.abs(good.x[:, batch.k]) > 1e-3) or perturbation == "shifted_witness")
+    bad = _perturb(perturbation, np.random.default_rng(seed), good, batch.c.shape[1], batch.b_eq.shape[1],
+                   batch.b_ub.shape[1])
+    if kind == "lp1":
+        outcome = verify.lp1_outcomes(verify.verify_lp1(batch, bad)["verdict"], ref["truth"], ref["ambiguous"])
+    else:
+        checked = verify.verify_exit(batch, bad)
+        outcome = verify.exit_outcomes(checked["verdict"], checked["exit"], ref["ref_exit"], ref["ref_verdict"])
+    allowed = {"uncertain", "failed"}
+    if perturbation in ("scaled_witness", "shifted_witness", "random_x"):
+        # a wrong witness may happen to verify on another point of the cone: then it is a
+        # real witness, and for exits its t is judged against the reference
+        checked_ok = (verify.verify_lp1(batch, bad)["verdict"] == "supported") if kind == "lp1" else \
+            (verify.verify_exit(batch, bad)["verdict"] == "verified")
+        if checked_ok.any():
+            allowed |= {"correct", "false_accept", "false_reject"} if kind == "exit" else {"correct"}
+            assert kind == "exit" or ref["truth"][0] == "supported" or ref["ambiguous"][0]
+    assert set(outcome) <= allowed, (perturbation, list(outcome))
+
+
+@given(st.sampled_from(["qp", "socp"]), st.sampled_from(PERTURBATIONS), st.integers(0, 2**32 - 1))
+def test_no_fabricated_qp_answer_is_counted_correct_or_false_reject(kind, perturbation, seed):
+    batch = problems.generate("quadruped", 8, seed % 1000, kind=kind)
+    ref = compute_reference(batch)
+    good = solvers.get("clarabel", profile="high_accuracy").solve_batch(*batch.arrays(), **batch.extra())
+    rng = np.random.default_rng(seed)
+    if perturbation in ("scaled_witness", "shifted_witness"):
+        x = good.x * (1 + rng.choice([-1, 1]) * rng.uniform(0.02, 0.5))
+        bad = _solution(x, np.zeros_like(good.y_eq), np.zeros_like(good.y_ub))
+    else:
+        bad = _perturb(perturbation, rng, good, batch.c.shape[1], batch.b_eq.shape[1], batch.b_ub.shape[1])
+    outcome = verify.qp_outcomes(verify.verify_qp(batch, bad), ref)["outcome"].to_numpy()
+    assert not np.isin(outcome, ["correct", "false_reject"]).any(), (perturbation, list(outcome))
+
+
+# ------------------------------------------------------------------ adapters' status contract
+
+LOOP_ADAPTERS = ["highs", "scipy-highs", "clarabel", "osqp", "daqp", "piqp", "proxsuite", "quadprog", "cvxpy"]
+
+
+@pytest.mark.parametrize("name", LOOP_ADAPTERS)
+@given(problem=sane_problem())
+def test_adapter_returns_a_status_or_refuses_and_optimal_is_finite(name, problem):
+    if solvers.available().get(name):
+        pytest.skip(solvers.available()[name])
+    (c, A_eq, b_eq, A_ub, b_ub), P = problem
+    adapter = solvers.get(name)
+    try:
+        s = adapter.solve(c, A_eq, b_eq, A_ub, b_ub, P=P)
+    except ProblemError:
+        return
+    assert isinstance(s.status, Status)
+    if s.status is Status.OPTIMAL:
+        assert np.all(np.isfinite(s.x)) and np.isfinite(s.objective)
+
+
+_JAX_ADAPTERS: dict = {}
+
+
+@pytest.mark.parametrize("name, dtype", [("linrax", "float32"), ("linrax", "float64"), ("linrax-hold", "float64"),
+                                         ("qpax", "float64"), ("mpax", "float32")])
+@given(data=st.data())
+def test_jax_adapter_returns_a_status_and_optimal_is_finite(name, dtype, data):
+    """One shape per adapter (each new shape compiles), random values, LPs and QPs."""
+    if solvers.available().get(name):
+        pytest.skip(solvers.available()[name])
+    qp = solvers.adapters()[name].CAPABILITIES.qp and data.draw(st.booleans())
+    val = st.floats(-5, 5, allow_nan=False).map(lambda v: round(v, 1))
+    arrays = [data.draw(hnp.arrays(np.float64, shape, elements=val)) for shape in ((3,), (1, 3), (1,), (2, 3), (2,))]
+    P = np.eye(3) if qp else None
+    key = (name, dtype)
+    if key not in _JAX_ADAPTERS:  # one instance: it compiles each shape once
+        _JAX_ADAPTERS[key] = solvers.get(name, dtype=dtype, **({"max_iter": 2000} if name == "mpax" else {}))
+    s = _JAX_ADAPTERS[key].solve(*arrays, P=P)
+    assert isinstance(s.status, Status)
+    if s.status is Status.OPTIMAL:
+        assert np.all(np.isfinite(s.x)) and np.isfinite(s.objective)
