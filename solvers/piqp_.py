@@ -58,10 +58,11 @@ class PiqpAdapter(Adapter):
         status = _STATUS.get(native, Status.ERROR)
         res = solver.result
         ok = status is Status.OPTIMAL
+        duals = ok or status is Status.INFEASIBLE  # PIQP's last iterate: the verifier decides if it proves anything
         return Solution(
             x=np.asarray(res.x, float) if ok else np.full(n, np.nan),
-            y_eq=-np.asarray(res.y, float) if ok else np.full(m_eq, np.nan),
-            y_ub=-np.asarray(res.z_u, float) if ok else np.full(m_ub, np.nan),
+            y_eq=-np.asarray(res.y, float) if duals and m_eq else np.full(m_eq, np.nan),
+            y_ub=-np.asarray(res.z_u, float) if duals and m_ub else np.full(m_ub, np.nan),
             objective=_forms.objective_value(problem, np.asarray(res.x, float)) if ok else float("nan"),
             status=status, iterations=int(res.info.iter), native_status=native,
         )

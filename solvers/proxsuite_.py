@@ -66,10 +66,11 @@ class ProxsuiteAdapter(Adapter):
         native = getattr(res.info.status, "name", str(res.info.status)).split(".")[-1]
         status = _STATUS.get(native, Status.ERROR)
         ok = status is Status.OPTIMAL
+        duals = ok or status is Status.INFEASIBLE  # ProxQP's last iterate: the verifier decides if it proves anything
         return Solution(
             x=np.asarray(res.x, float) if ok else np.full(n, np.nan),
-            y_eq=-np.asarray(res.y, float)[:m_eq] if ok else np.full(m_eq, np.nan),
-            y_ub=-np.asarray(res.z, float)[:m_ub] if ok else np.full(m_ub, np.nan),
+            y_eq=-np.asarray(res.y, float)[:m_eq] if duals else np.full(m_eq, np.nan),
+            y_ub=-np.asarray(res.z, float)[:m_ub] if duals else np.full(m_ub, np.nan),
             objective=_forms.objective_value(problem, np.asarray(res.x, float)) if ok else float("nan"),
             status=status, iterations=int(res.info.iter), native_status=native,
         )
