@@ -204,6 +204,14 @@ def test_a_run_in_which_every_cell_failed_exits_non_zero(tmp_path):
 
 # ------------------------------------------------------------------ bad arguments
 
+@pytest.fixture(scope="module")
+def earlier_run(tmp_path_factory):
+    """One finished run that every bad-argument test must leave exactly as it was."""
+    root = tmp_path_factory.mktemp("earlier")
+    small_run(root, "first", ("highs",))
+    return root
+
+
 @pytest.mark.parametrize("args, name", [
     (["--run-id", "../../escape"], "--run-id"), (["--run-id", "/tmp/anywhere"], "--run-id"),
     (["--run-id", "a/b"], "--run-id"), (["--run-id", ".."], "--run-id"),
@@ -213,20 +221,20 @@ def test_a_run_in_which_every_cell_failed_exits_non_zero(tmp_path):
     (["-f", "planar-box[mu=-1]"], "planar-box[mu=-1]"), (["-f", "planar-box[drop=2]"], "drop"),
     (["-f", "cube-3d[edges=0]"], "edges"), (["-f", "quadruped[stance=XX,kind=socp]", "-s", "clarabel"], "stance"),
 ])
-def test_bad_arguments_exit_2_before_anything_is_created(tmp_path, args, name):
-    small_run(tmp_path, "first", ("highs",))
-    latest = os.readlink(tmp_path / "runs" / "latest")
-    before = sorted(p.name for p in (tmp_path / "runs").iterdir())
-    full = ["run", "--n", "4", "--repeats", "1", "--out", tmp_path / "runs", *args]
+def test_bad_arguments_exit_2_before_anything_is_created(earlier_run, args, name):
+    runs = earlier_run / "runs"
+    latest = os.readlink(runs / "latest")
+    before = sorted(p.name for p in runs.iterdir())
+    full = ["run", "--n", "4", "--repeats", "1", "--out", runs, *args]
     if "-s" not in args:
         full += ["-s", "highs"]
     if "-f" not in args:
         full += ["-f", "planar-box"]
-    res = cb(*full, cwd=tmp_path, check=2)
+    res = cb(*full, cwd=earlier_run, check=2)
     assert name in res.stdout and "Traceback" not in res.stdout + res.stderr
-    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == before
-    assert os.readlink(tmp_path / "runs" / "latest") == latest
-    assert not (tmp_path / "escape").exists() and not Path("/tmp/anywhere").exists()
+    assert sorted(p.name for p in runs.iterdir()) == before
+    assert os.readlink(runs / "latest") == latest
+    assert not (earlier_run / "escape").exists() and not Path("/tmp/anywhere").exists()
 
 
 # ------------------------------------------------------------------ full and read-only disks
