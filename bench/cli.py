@@ -188,6 +188,13 @@ def check_out_writable(out: Path) -> None:
         _fail(f"--out: cannot write results under {str(out)!r} ({exc.strerror or exc})")
 
 
+def _write_failed(run_dir: Path, exc: OSError) -> None:
+    """Exit 1 with a message (no traceback) when the disk refuses a write mid-run."""
+    console.print(f"[bold red]error:[/] cannot write results under {escape(str(run_dir))}: "
+                  f"{escape(exc.strerror or str(exc))}; finished cells are kept, --resume continues")
+    raise typer.Exit(1)
+
+
 def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: Optional[str], resume: bool,
              timeout: float) -> Path:
     """Run ``cells`` into a run directory under ``out`` with progress output; print the summary."""
@@ -200,15 +207,18 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
         run_dir = out / (run_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
         if run_dir.exists() and any(run_dir.glob("*.parquet")):
             _fail(f"--run-id: {str(run_dir)!r} already holds results; pass --resume to continue it")
-    run_dir.mkdir(parents=True, exist_ok=True)
     name = run_dir.name
     command = _command_line(ctx)
-    runner.write_manifest(run_dir, {
-        "run_id": name, "command": command, "started": datetime.now(timezone.utc).isoformat(),
-        "cells": [c.to_dict() for c in cells], "skipped": skipped,
-        "tolerances": DEFAULT_TOLERANCES.as_dict(),
-    })
-    runner.point_latest(out, run_dir)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        runner.write_manifest(run_dir, {
+            "run_id": name, "command": command, "started": datetime.now(timezone.utc).isoformat(),
+            "cells": [c.to_dict() for c in cells], "skipped": skipped,
+            "tolerances": DEFAULT_TOLERANCES.as_dict(),
+        })
+        runner.point_latest(out, run_dir)
+    except OSError as exc:
+        _write_failed(run_dir, exc)
     for what, why in skipped:
         console.print(f"[dim]skip {escape(what)}: {escape(why)}[/]")
     console.print(f"run [bold]{name}[/]: {len(cells)} cells -> {run_dir}")
@@ -241,9 +251,7 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
             results = runner.run_cells(cells, run_dir, name, timeout=timeout, resume=resume,
                                        on_start=started, on_done=done)
         except OSError as exc:  # disk full, folder made read-only mid-run: finished cells stay
-            console.print(f"[bold red]error:[/] cannot write results under {escape(str(run_dir))}: "
-                          f"{escape(exc.strerror or str(exc))}; finished cells are kept, --resume continues")
-            raise typer.Exit(1)
+            _write_failed(run_dir, exc)
     rows = report.load_runs([run_dir])
     summary = report.summarize(rows)
     _print_summary(summary)

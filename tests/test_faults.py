@@ -296,3 +296,16 @@ def test_manifest_is_written_after_the_cell_and_checks_it(tmp_path):
     cell.write_bytes(bytes(data))
     with pytest.raises(rundir.CorruptResult, match="checksum"):
         rundir.read_cell(cell)
+
+
+def test_disk_already_full_exits_1_before_any_cell(tmp_path, tmpfs):
+    full = tmpfs("full", "size=64k")
+    with open(full / "filler", "wb") as fh:  # take every block there is
+        try:
+            fh.write(b"\0" * (1 << 20))
+        except OSError:
+            pass
+    res = cb("run", "-f", "planar-box", "--n", "4", "-s", "highs", "--out", full / "runs", cwd=tmp_path)
+    text = res.stdout + res.stderr
+    assert res.returncode == 1 and "cannot write results" in text and "Traceback" not in text, text
+    assert leftovers(full) == []
