@@ -105,11 +105,6 @@ def _qp_rows(batch: ProblemBatch, solution: BatchSolution, tol: Tolerances) -> p
                          "ref_primal_residual": checked["primal_residual"]})
 
 
-def compute_qp_reference(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
-    """QP / SOCP reference rows, solved now (Clarabel, float64, gap and feasibility 1e-10)."""
-    return _qp_rows(batch, solve_reference(batch), tol)
-
-
 def equalities_consistent(batch: ProblemBatch, rtol: float = 1e-9) -> np.ndarray:
     """(B,) True where ``A_eq x = b_eq`` has a solution (least-squares residual within
     ``rtol * (1 + |b_eq|_inf)``), whatever the rank of ``A_eq``."""

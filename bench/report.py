@@ -14,12 +14,9 @@ rank-deficient (two-foot stances), where several solvers break down.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
-
-from solvers import ProblemError
 
 from .rundir import load_cells, read_manifest, replace_output_dir
 from .verify import OUTCOMES, lp1_outcomes

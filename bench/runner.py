@@ -164,11 +164,6 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
     return pd.concat([rows, checked.reset_index(drop=True), pd.DataFrame(cell_cols)], axis=1)
 
 
-def write_atomic(rows: pd.DataFrame, path: Path) -> None:
-    """Write a cell's rows and manifest atomically (``bench.rundir.write_cell``)."""
-    write_cell(rows, path)
-
-
 def _die_with_parent(parent_pid: int) -> None:
     """Ask Linux to SIGKILL this worker when its parent dies (``PR_SET_PDEATHSIG``), and exit
     now if the parent is already gone; elsewhere the liveness check in ``_serve`` remains."""
@@ -206,7 +201,7 @@ def _serve(conn, parent_pid: int | None = None) -> None:
             rows = solve_cell(cell, env, run_id, Path(cache) if cache else None, Path(batches))
             if parent_pid is not None and os.getppid() != parent_pid:
                 os._exit(0)  # orphaned: the run is over, nothing may be written
-            write_atomic(rows, Path(out))
+            write_cell(rows, Path(out))
             answer = "ok"
         except Exception:  # the parent records it as a crashed cell with the log tail
             traceback.print_exc()
@@ -381,7 +376,7 @@ def _run_one(cell: Cell, run_dir: Path, run_id: str, timeout: float, resume: boo
         if state != "done":
             worker.kill()  # a fresh worker takes the next cell of this dtype
             reason = f"{reason}\n{_log_tail(log)}"
-            write_atomic(failed_rows(cell, batch, ref, env, run_id, state, reason), path)
+            write_cell(failed_rows(cell, batch, ref, env, run_id, state, reason), path)
         rows = read_cell(path)
         if state == "done" and (rows["error_type"] != "").any():
             state, reason = "failed", str(rows["error"].iloc[0]).splitlines()[0]
