@@ -91,6 +91,19 @@ def _finite_rows(a: np.ndarray) -> np.ndarray:
     return np.all(np.isfinite(a.reshape(a.shape[0], -1)), axis=1) if a.size else np.ones(a.shape[0], bool)
 
 
+def certificate_passes(gap: np.ndarray, value: np.ndarray, tol: Tolerances) -> np.ndarray:
+    """The one acceptance rule of every Farkas certificate (LP-1, exits, QPs, SOCPs), with the
+    duals scaled to unit max-norm: ``value > tol.certificate`` and
+    ``gap <= tol.certificate * max(1, value)``.
+
+    A violation ``gap`` of the sign conditions adds at most ``gap * |x|_1`` to the bound,
+    so the certificate proves that no ``x`` with ``|x|_1 < value / gap`` is feasible: at
+    least ``1 / tol.certificate`` (1e5, in m*g) for a strong certificate (``value >= 1``),
+    ``value / tol.certificate`` for a weak one (the absolute rule of LP-1)."""
+    with np.errstate(invalid="ignore"):
+        return (value > tol.certificate) & (gap <= tol.certificate * np.maximum(1.0, value))
+
+
 def witness_check(batch: ProblemBatch, lam: np.ndarray, t: np.ndarray | None,
                   tol: Tolerances) -> pd.DataFrame:
     """Residual, most negative weight and limit excess of ``W lam = need + t u``.
@@ -124,7 +137,7 @@ def certificate_check(batch: ProblemBatch, y: np.ndarray, v: np.ndarray, tol: To
         if v.shape[1]:
             gap = np.maximum(gap, np.max(vs, axis=1))
         value = np.einsum("bd,bd->b", batch.need, ys) + np.einsum("bl,bl->b", batch.limit_fmax, vs)
-    ok = (scale > 0) & (gap <= tol.certificate) & (value > tol.certificate)
+    ok = (scale > 0) & certificate_passes(gap, value, tol)
     ok &= _finite_rows(y) & _finite_rows(v)
     return pd.DataFrame({"cert_gap": gap, "cert_value": value, "certificate_ok": ok})
 
@@ -278,10 +291,8 @@ def farkas_check(A_eq: np.ndarray, b_eq: np.ndarray, A_ub: np.ndarray, b_ub: np.
     on bounded ones, and on a cone's normal ``g_b = min(g_n + mu |g_t|, 0)`` where its
     bound is finite and ``>= 0``. Then ``g @ x <= lb @ g_b``, so ``b @ y - lb @ g_b > 0``
     is a contradiction. Columns: ``cert_gap`` (the largest violation of the sign
-    conditions), ``cert_value`` (``b @ y - lb @ g_b``), ``certificate_ok``: it passes with
-    ``cert_value > tol.certificate`` and ``cert_gap <= tol.certificate * cert_value``, which
-    proves that no ``x`` with ``|x|_1 < 1 / tol.certificate`` is feasible (a violation
-    ``e`` of the sign conditions adds at most ``|e|_inf |x|_1`` to ``g @ x``). Cone index triples must be
+    conditions), ``cert_value`` (``b @ y - lb @ g_b``), ``certificate_ok``
+    (``certificate_passes``). Cone index triples must be
     disjoint (``check_standard_form`` enforces it), else the split is not sound.
     """
     B, n = A_eq.shape[0], A_eq.shape[2]
@@ -314,9 +325,7 @@ def farkas_check(A_eq: np.ndarray, b_eq: np.ndarray, A_ub: np.ndarray, b_ub: np.
         gap = np.maximum.reduce(gap_parts)
         value = (np.einsum("bm,bm->b", b_eq, ye) + np.einsum("bm,bm->b", b_ub, yu)
                  - np.sum(lb0 * g_b, axis=1))
-    # relative to what it proves: with ``gap <= certificate * value`` no feasible x has
-    # |x|_1 < 1 / certificate (1e5 in the problem's units, m*g: far beyond any contact force)
-    ok = (scale > 0) & (value > tol.certificate) & (gap <= tol.certificate * value)
+    ok = (scale > 0) & certificate_passes(gap, value, tol)
     ok &= _finite_rows(y_eq) & _finite_rows(y_ub) & ~np.isnan(gap) & np.isfinite(value)
     return pd.DataFrame({"cert_gap": gap, "cert_value": value, "certificate_ok": ok})
 
