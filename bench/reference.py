@@ -36,6 +36,7 @@ from solvers import BatchSolution, Status
 from solvers.clarabel_ import ClarabelAdapter
 from solvers.highs_ import HighsAdapter
 
+from .rundir import write_bytes_atomic
 from .verify import DEFAULT_TOLERANCES, Tolerances, verify_exit, verify_lp1, verify_qp
 
 CACHE_ENV = "CONTACTBENCH_CACHE"
@@ -135,13 +136,12 @@ def _save_solution(path: Path, solution: BatchSolution, truth: np.ndarray, ident
     arrays["truth"] = np.asarray(truth, dtype=str)
     arrays["identity"] = np.array(json.dumps(identity, sort_keys=True))
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
+
+    def write(tmp: Path) -> None:
         with open(tmp, "wb") as fh:
             np.savez(fh, **arrays)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+
+    write_bytes_atomic(path, write)
 
 
 def _load_solution(path: Path) -> tuple[BatchSolution, np.ndarray]:

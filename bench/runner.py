@@ -180,12 +180,11 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(0)
 
 
-def _serve(conn, parent_pid: int | None = None) -> None:
+def _serve(conn, parent_pid: int) -> None:
     """Worker loop: say ``"ready"``, then receive a job, run its cell with C-level
     stdout/stderr in the cell's log file, write the cell's parquet, answer ``"ok"``; stop on
     ``None``. The worker dies with its parent and never writes once the parent is gone."""
-    if parent_pid is not None:
-        _die_with_parent(parent_pid)
+    _die_with_parent(parent_pid)
     conn.send("ready")
     while True:
         job = conn.recv()
@@ -199,7 +198,7 @@ def _serve(conn, parent_pid: int | None = None) -> None:
         try:
             cell = Cell.from_dict(cell_data)
             rows = solve_cell(cell, env, run_id, Path(cache) if cache else None, Path(batches))
-            if parent_pid is not None and os.getppid() != parent_pid:
+            if os.getppid() != parent_pid:
                 os._exit(0)  # orphaned: the run is over, nothing may be written
             write_cell(rows, Path(out))
             answer = "ok"
