@@ -23,9 +23,11 @@ run: $(STAMP)
 	$(BIN)/contactbench report results/runs/latest --out results/latest
 	$(BIN)/contactbench publish results/runs/latest --out results/site
 
-## test: the whole test suite.
+## test: the whole test suite: in parallel on every core (pytest-xdist), then the tests
+## marked `serial` alone (they time things or load the whole machine).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto -m "not serial"
+	$(BIN)/python -m pytest -q -m serial
 
 ## bench: the pytest-benchmark benchmarks, timed, as JSON in results/benchmarks.json.
 bench: $(STAMP)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import shlex
@@ -22,11 +21,11 @@ import problems
 import solvers
 from solvers import BenchError
 
-from . import grid, report, runner, seed002
+from . import grid, report, rundir, runner, seed002
 from .env import has_gpu
 from .verify import DEFAULT_TOLERANCES
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Benchmark LP/QP solvers on contact-stability (hold-test) problems.")
 # Wider than rich's 80-column default when output is not a terminal (CI logs, pipes).
 console = Console() if sys.stdout.isatty() else Console(width=200)
@@ -94,12 +93,28 @@ def list_cmd() -> None:
                       ", ".join(cls.options()))
     console.print(table)
     fams = Table(title="problem families")
-    for col in ("name", "kinds", "description", "parameters (defaults)"):
-        fams.add_column(col)
+    for col in ("name", "kinds", "description"):
+        fams.add_column(col, overflow="fold")
+    params = Table(title="family parameters (from each family's declaration)")
+    for col in ("family", "parameter", "type", "default", "meaning"):
+        params.add_column(col, overflow="fold")
     for name, fam in problems.families().items():
-        params = ", ".join(f"{k}={v!r}" for k, v in fam.parameters().items() if k != "kind")
-        fams.add_row(escape(name), ",".join(fam.kinds), escape(fam.description), escape(params))
+        fams.add_row(escape(name), ",".join(fam.kinds), escape(fam.description))
+        params.add_row(escape(name), "kind", escape(" | ".join(fam.kinds)), escape(fam.default_kind),
+                       "problem kind (see the kinds table)")
+        for p in fam.params:
+            params.add_row(escape(name), escape(p.name), escape(p.type), escape(repr(p.default)), escape(p.doc))
+    for label, reason in problems.broken_families().items():
+        fams.add_row(escape(label), "", escape(f"failed to load: {reason}"))
     console.print(fams)
+    console.print(params)
+    kinds = Table(title="problem kinds")
+    for col in ("kind", "class", "outcomes", "reference", "description"):
+        kinds.add_column(col, overflow="fold")
+    for name, kind in problems.kinds.kinds().items():
+        ref = kind.reference_solver[0].NAME if kind.reference_solver else "own"
+        kinds.add_row(escape(name), kind.problem_class, ",".join(kind.outcomes), escape(ref), escape(kind.description))
+    console.print(kinds)
 
 
 @app.command()
@@ -168,12 +183,12 @@ def check_problem_params(cells: list) -> None:
     (``mu=-1``, ``stance=XX``) exits 2 naming it before anything is created."""
     seen = set()
     for cell in cells:
-        key = (cell.family, json.dumps(cell.params, sort_keys=True, default=str), cell.seed)
+        key = (cell.family.name, cell.family.key(), cell.seed)
         if key in seen:
             continue
         seen.add(key)
         try:
-            problems.generate(cell.family, 1, cell.seed, **cell.params)
+            problems.generate(cell.family, 1, cell.seed)
         except Exception as exc:  # noqa: BLE001 - any generator failure is a bad argument here
             _fail(f"--family {cell.family_label}[kind={cell.kind}]: {type(exc).__name__}: {exc}")
 
@@ -195,28 +210,29 @@ def _write_failed(run_dir: Path, exc: OSError) -> None:
     raise typer.Exit(1)
 
 
+def _cell_title(cell: grid.Cell) -> str:
+    """``family/kind solver dtype device n=N``: one cell in progress lines."""
+    return f"{cell.family_label}/{cell.kind} {cell.solver} {cell.dtype} {cell.device} n={cell.n}"
+
+
 def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: Optional[str], resume: bool,
              timeout: float) -> Path:
     """Run ``cells`` into a run directory under ``out`` with progress output; print the summary."""
     check_out_writable(out)
-    if resume:
-        run_dir = out / run_id if run_id else (out / "latest").resolve()
-        if not run_dir.is_dir():
-            _fail(f"--resume: no run directory {str(run_dir)!r} to resume")
-    else:
-        run_dir = out / (run_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
-        if run_dir.exists() and any(run_dir.glob("*.parquet")):
-            _fail(f"--run-id: {str(run_dir)!r} already holds results; pass --resume to continue it")
+    try:
+        run_dir = rundir.open_run_dir(out, run_id, resume)
+    except BenchError as exc:
+        _fail(str(exc))
     name = run_dir.name
     command = _command_line(ctx)
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
-        runner.write_manifest(run_dir, {
+        rundir.write_manifest(run_dir, {
             "run_id": name, "command": command, "started": datetime.now(timezone.utc).isoformat(),
             "cells": [c.to_dict() for c in cells], "skipped": skipped,
             "tolerances": DEFAULT_TOLERANCES.as_dict(),
         })
-        runner.point_latest(out, run_dir)
+        rundir.point_latest(out, run_dir)
     except OSError as exc:
         _write_failed(run_dir, exc)
     for what, why in skipped:
@@ -227,12 +243,12 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
         task = progress.add_task("cells", total=len(cells))
 
         def started(cell: grid.Cell) -> None:
-            progress.update(task, description=escape(f"{cell.family_label}/{cell.kind} {cell.solver} {cell.dtype} {cell.device} n={cell.n}"))
+            progress.update(task, description=escape(_cell_title(cell)))
 
         def done(result: runner.CellResult) -> None:
             progress.advance(task)
             c = result.cell
-            head = escape(f"{c.family_label}/{c.kind} {c.solver} {c.dtype} {c.device} n={c.n}")
+            head = escape(_cell_title(c))
             if result.state == "skipped":
                 progress.console.print(f"[dim]= {head}: already done[/]")
             elif result.state == "done":
@@ -289,7 +305,7 @@ def ablate(
         cells = (seed002.ablation_cells if table == "ablation" else seed002.reproduction_cells)(
             seed, repeats, scale, device)
         avail = solvers.available()
-        missing = sorted({c.solver.split("[")[0] for c in cells if avail.get(c.solver.split("[")[0])})
+        missing = sorted({c.solver.name for c in cells if avail.get(c.solver.name)})
         if missing:
             _fail(f"--table {table}: adapters not available here: {missing}")
     except BenchError as exc:

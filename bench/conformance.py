@@ -8,23 +8,25 @@ duality), so an answer is judged on its own merits, not only against stored numb
 An infeasible case passes with the right status, and if the adapter returns duals they
 must form a Farkas certificate.
 
-``ADAPTER_TABLE`` is the one place for per-adapter tolerances, the settings the suite
-runs an adapter with (only where its defaults cannot finish a case), and known issues:
-``(dtype pattern, case pattern) -> reason``, shown as ``known issue`` (pytest ``xfail``).
-A known issue that starts passing is reported as ``unexpected pass``, so the table
-cannot go stale silently.
+Each adapter declares its tolerances, the settings the suite runs it with (only where its
+defaults cannot finish a case) and its known issues on its own class
+(``Adapter.CONFORMANCE``, a ``solvers.Conformance``), so a plug-in adapter declares its
+own: ``(dtype pattern, case pattern) -> reason``, shown as ``known issue`` (pytest
+``xfail``). A known issue that starts passing is reported as ``unexpected pass``, so a
+declaration cannot go stale silently.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 import solvers
+from problems.kinds.checks import DEFAULT_TOLERANCES, farkas_check
 from solvers import ProblemError, Status
 
 
@@ -163,144 +165,54 @@ CASES: list[Case] = [
          objective=-0.4, x=[0.4, 0.8, 0]),
 ]
 
-#: adapter -> {"atol": {dtype: tolerance}, "settings": {...}, "known": {(dtype pat, case pat): reason}}
-ADAPTER_TABLE: dict[str, dict[str, Any]] = {
-    "highs": {"atol": {"float64": 1e-7}},
-    "scipy-highs": {"atol": {"float64": 1e-7}},
-    "linrax": {
-        "atol": {"float32": 2e-4, "float64": 1e-7},
-        "known": {
-            ("*", "lp_badly_scaled"): "linrax's ratio test skips pivots <= dual_tol (1e-6), so the row scaled 1e-6 "
-                                      "is ignored and the LP is declared unbounded",
-            ("*", "lp_degenerate_fan"): "linrax 0.3.0 declares this bounded, degenerate LP unbounded (its ratio "
-                                        "test finds no pivot above dual_tol on the degenerate vertex x = 0)",
-            ("*", "lp_artificial_left_basic"): "linrax 0.3.0 marks basic artificials in phase 2 with '>' and misses "
-                                               "the first (its index equals the right-hand-side column's): it "
-                                               "returns x = (1, 0), violating x1 = 0, and calls it optimal",
-        },
-    },
-    "linrax-hold": {
-        "atol": {"float32": 2e-4, "float64": 1e-7},
-        "known": {
-            ("*", "lp_badly_scaled"): "like linrax, the ratio test skips pivots <= pivot_tol (1e-4), so the row "
-                                      "scaled 1e-6 is ignored and the LP is declared unbounded",
-        },
-    },
-    "qpax": {
-        "atol": {"float32": 2e-3, "float64": 1e-5},
-        "known": {
-            ("float32", "lp_*"): "in float32 qpax never sets converged at its default tol 1e-5 (MAX_ITER), "
-                                 "and its Cholesky KKT solve can break down to NaN on LPs",
-            ("float32", "qp_[!f]*"): "in float32 qpax never sets converged at its default tol 1e-5 (MAX_ITER)",
-            ("float64", "lp_free_variable"): "qpax's interior point does not converge on an LP with a free "
-                                             "variable (MAX_ITER)",
-            ("*", "*infeasible*"): "qpax does not detect infeasibility (ends MAX_ITER)",
-            ("*", "lp_*unbounded*"): "qpax does not detect unboundedness (ends MAX_ITER)",
-            ("*", "lp_inconsistent_eq"): "qpax does not detect infeasibility (ends MAX_ITER)",
-            ("float64", "lp_redundant_eq_rows"): "rank-deficient equality rows: Cholesky gives NaN (linear_solver=qr fixes it)",
-            ("float64", "qp_rank_deficient_eq"): "rank-deficient equality rows: Cholesky gives NaN (linear_solver=qr fixes it)",
-            ("float64", "lp_badly_scaled"): "interior point in 30 iterations does not reach 1e-5 on rows scaled 1e-6/1e3",
-        },
-    },
-    "mpax": {
-        "atol": {"float32": 2e-3, "float64": 1e-3},
-        # MPAX has no iteration limit by default; on an unbounded LP in float32 it never stops.
-        "settings": {"max_iter": 20000},
-        "known": {
-            ("float32", "lp_badly_scaled"): "first-order method in float32: the 1e-6 row is not resolved "
-                                            "within 20000 iterations",
-            ("float32", "lp_unbounded"): "unboundedness not detected in float32 within 20000 iterations (MAX_ITER)",
-            ("*", "lp_no_rows*"): "MPAX fails on an LP with no constraint rows; given the vacuous row 0 @ x <= 1 "
-                                  "instead, its PDHG does not converge within 20000 iterations (MAX_ITER)",
-        },
-    },
-    "osqp": {"atol": {"float64": 5e-3},
-             "known": {("*", "lp_badly_scaled"): "ADMM at its default eps 1e-3 declares the LP with rows scaled "
-                                                 "1e-6 / 1e3 dual infeasible"}},
-    "cvxpy": {"atol": {"float64": 1e-6}},
-    "clarabel": {"atol": {"float64": 1e-6}},
-    "daqp": {"atol": {"float64": 1e-6},
-             "known": {("*", "lp_badly_scaled"): "DAQP's proximal-point LP mode reports the LP with rows scaled "
-                                                 "1e-6 / 1e3 unbounded",
-                       ("*", "lp_free_variable"): "DAQP's LP mode (eps_prox -1) reports an LP with a free variable "
-                                                  "unbounded; a fixed eps_prox such as 1e-6 solves it"}},
-    "proxsuite": {
-        "atol": {"float64": 1e-4},
-        "known": {
-            **{("*", case): "ProxQP with its defaults (no duality-gap check) stops at a feasible, non-optimal LP "
-                            "point and reports PROXQP_SOLVED (profile high_accuracy turns the check on)"
-               for case in ("lp_eq_and_ub", "lp_negative_eq_rhs", "lp_negative_ub_rhs", "lp_degenerate_vertex",
-                            "lp_no_eq_rows", "lp_one_row", "lp_no_rows")},
-            ("*", "lp_*unbounded*"): "ProxQP does not detect this unbounded LP (PROXQP_MAX_ITER_REACHED)",
-            ("*", "lp_badly_scaled"): "ProxQP declares the LP with rows scaled 1e-6 / 1e3 primal infeasible",
-        },
-    },
-    "quadprog": {"atol": {"float64": 1e-7}},
-    "altproj": {
-        "atol": {"float32": 1e-3, "float64": 1e-4},
-        "known": {
-            ("*", "socp_two_feet_even"): "altproj returns no duals (y_eq is NaN)",
-        },
-    },
-    "piqp": {"atol": {"float64": 1e-6},
-             "known": {("*", "lp_badly_scaled"): "PIQP declares the LP with rows scaled 1e-6 / 1e3 dual infeasible"}},
-}
-
 DEFAULT_ATOL = {"float32": 1e-3, "float64": 1e-6}
 
 
-def table_entry(name: str) -> dict[str, Any]:
-    """The adapter's row of ``ADAPTER_TABLE`` (empty for an adapter it does not list)."""
-    return ADAPTER_TABLE.get(name, {})
+def declaration(name: str) -> solvers.Conformance:
+    """The adapter's own ``CONFORMANCE`` declaration (tolerances, settings, known issues)."""
+    return solvers.adapter_class(name).CONFORMANCE
 
 
 def tolerance(name: str, dtype: str) -> float:
     """Absolute tolerance for the adapter at ``dtype``."""
-    return table_entry(name).get("atol", {}).get(dtype, DEFAULT_ATOL[dtype])
+    return declaration(name).atol.get(dtype, DEFAULT_ATOL[dtype])
 
 
 def known_issue(name: str, dtype: str, case_id: str) -> str | None:
-    """The recorded reason when (adapter, dtype, case) is a known issue, else None."""
-    for (dtype_pat, case_pat), reason in table_entry(name).get("known", {}).items():
+    """The declared reason when (adapter, dtype, check) is a known issue, else None."""
+    for (dtype_pat, case_pat), reason in declaration(name).known.items():
         if fnmatch.fnmatch(dtype, dtype_pat) and fnmatch.fnmatch(case_id, case_pat):
             return reason
     return None
 
 
+def traits(case: Case) -> solvers.ProblemTraits:
+    """What ``Capabilities.accepts`` needs to know of a conformance case."""
+    pclass = "socp" if case.is_socp else "qp" if case.is_qp else "lp"
+    return solvers.ProblemTraits(pclass, case.structure, case.lb is not None)
+
+
 def applicable(cls: type[solvers.Adapter], case: Case) -> str | None:
-    """None when the adapter's capabilities cover the case, else why not."""
-    caps = cls.CAPABILITIES
-    if caps.structures is not None and case.structure not in caps.structures:
-        return f"adapter decides only {list(caps.structures)}"
-    if case.is_socp:
-        return None if caps.socp else "adapter takes no second-order cones"
-    if case.lb is not None and not cls.GENERAL_BOUNDS:
-        return "adapter takes x >= 0 only"
-    if case.is_qp and not caps.qp:
-        return "adapter solves LPs only"
-    if not case.is_qp and not caps.lp:
-        return "adapter solves QPs only"
-    return None
+    """None when the adapter's capabilities cover the case, else why not (``Capabilities.accepts``)."""
+    why = cls.CAPABILITIES.accepts(traits(case))
+    return f"adapter {why}" if why else None
 
 
 def _farkas_failures(case: Case, s, atol: float) -> list[str]:
-    c, A_eq, b_eq, A_ub, b_ub = case.arrays()
-    y_eq, y_ub = s.y_eq, s.y_ub
-    if case.is_socp or case.lb is not None:
-        return []  # a cone or free-variable certificate needs multipliers the Solution does not carry
-    if not (np.all(np.isfinite(y_eq)) and np.all(np.isfinite(y_ub))):
+    """When the adapter offers duals on an infeasible case, they must pass the verifier's
+    Farkas check (``problems.kinds.checks.farkas_check``: bounds and cones included) at the
+    adapter's tolerance."""
+    if not (np.all(np.isfinite(s.y_eq)) and np.all(np.isfinite(s.y_ub))):
         return []  # no certificate offered: nothing more to check
-    scale = max(np.max(np.abs(np.concatenate([y_eq, y_ub]))), 1e-300)
-    y_eq, y_ub = y_eq / scale, y_ub / scale
-    out = []
-    if np.any(y_ub > atol):
-        out.append(f"certificate: y_ub has positive entries {y_ub.max():.3g}")
-    lhs = A_eq.T @ y_eq + A_ub.T @ y_ub
-    if np.any(lhs > atol):
-        out.append(f"certificate: A^T y has positive entries {lhs.max():.3g}")
-    if b_eq @ y_eq + b_ub @ y_ub <= atol:
-        out.append(f"certificate: b@y = {b_eq @ y_eq + b_ub @ y_ub:.3g} is not positive")
-    return out
+    c, A_eq, b_eq, A_ub, b_ub = case.arrays()
+    cones = np.asarray(case.cones) if case.is_socp else None
+    mu = np.asarray(case.cone_mu, float)[None] if case.is_socp else None
+    checked = farkas_check(A_eq[None], b_eq[None], A_ub[None], b_ub[None], case.lower()[None], cones, mu,
+                           s.y_eq[None], s.y_ub[None], replace(DEFAULT_TOLERANCES, certificate=atol)).iloc[0]
+    if checked["certificate_ok"]:
+        return []
+    return [f"certificate: the duals do not prove infeasibility (sign-condition gap {checked['cert_gap']:.3g}, "
+            f"value {checked['cert_value']:.3g})"]
 
 
 def kkt_failures(case: Case, s, atol: float) -> list[str]:
@@ -437,7 +349,7 @@ def conformance_adapter(name: str, dtype: str, cache: dict | None = None) -> sol
     adapter compiles each shape once per session rather than once per check.
     """
     if cache is None:
-        return solvers.get(name, dtype=dtype, **table_entry(name).get("settings", {}))
+        return solvers.get(name, dtype=dtype, **declaration(name).settings)
     if (name, dtype) not in cache:
         cache[(name, dtype)] = conformance_adapter(name, dtype)
     return cache[(name, dtype)]

@@ -1,17 +1,20 @@
-"""The run grid: families x solvers x dtypes x devices x batch sizes, as ``Cell`` objects."""
+"""The run grid: families x solvers x dtypes x devices x batch sizes, as ``Cell`` objects.
+
+Specs are parsed and validated once, here at the edge (``FamilySpec``, ``SolverSpec``), and
+carried in every ``Cell``; the capability filter is ``Capabilities.accepts``.
+"""
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import problems
 import solvers
-from solvers import ProblemError
+from problems import FamilySpec
+from solvers import ProblemError, ProblemTraits, SolverSpec
 
 DTYPES = ("float32", "float64")
 DEVICES = ("cpu", "gpu")
@@ -22,87 +25,83 @@ class Cell:
     """One benchmark cell: a problem set and one solver configuration.
 
     ``n`` is the number of scenes generated (an exit cell solves 2d LPs per scene);
-    ``solver`` is a spec ``name[key=value,...]`` without dtype/device, which the cell
-    adds from its own fields.
+    ``solver`` holds no dtype/device: the cell adds them from its own fields
+    (``adapter_spec``).
     """
 
-    family: str
-    params: dict[str, Any]
+    family: FamilySpec
     n: int
     seed: int
-    solver: str
+    solver: SolverSpec
     dtype: str
     device: str
     repeats: int = 5
-    settings: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, family: str | FamilySpec, n: int, seed: int, solver: str | SolverSpec, dtype: str, device: str,
+           repeats: int = 5) -> "Cell":
+        """A cell from spec strings (parsed and validated) or parsed specs."""
+        return cls(FamilySpec.parse(family), n, seed, SolverSpec.parse(solver), dtype, device, repeats)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The family parameters, ``kind`` included."""
+        return self.family.params
 
     @property
     def kind(self) -> str:
-        return self.params.get("kind", "lp1")
+        return self.family.kind
 
     @property
     def family_label(self) -> str:
         """``family`` or ``family[key=value,...]`` with every parameter but ``kind``."""
-        extra = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()) if k != "kind")
-        return f"{self.family}[{extra}]" if extra else self.family
+        return self.family.label
 
     @property
     def problem_key(self) -> tuple:
         """Cells with the same key solve the same batch."""
-        return (self.family, json.dumps(self.params, sort_keys=True), self.n, self.seed)
+        return (self.family.name, self.family.key(), self.n, self.seed)
+
+    @property
+    def adapter_spec(self) -> SolverSpec:
+        """The solver spec with the cell's dtype (and device, where the adapter takes one)."""
+        extra = {"dtype": self.dtype}
+        if "device" in solvers.adapter_class(self.solver.name).options():
+            extra["device"] = self.device
+        return self.solver.with_settings(**extra)
 
     @property
     def cell_id(self) -> str:
         """A file-name-safe id, readable and unique per configuration."""
         digest = hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:8]
-        label = re.sub(r"[^A-Za-z0-9]+", "-", self.solver).strip("-")
-        return f"{self.family}-{self.kind}-{label}-{self.dtype}-{self.device}-n{self.n}-{digest}"
-
-    def adapter_settings(self) -> tuple[str, dict[str, Any]]:
-        """(solver name, settings) for ``solvers.get``: the spec's settings plus dtype/device."""
-        name, settings = solvers.parse_spec(self.solver)
-        settings = {**settings, "dtype": self.dtype}
-        if "device" in solvers.adapters()[name].options():
-            settings["device"] = self.device
-        return name, settings
+        label = re.sub(r"[^A-Za-z0-9]+", "-", str(self.solver)).strip("-")
+        return f"{self.family.name}-{self.kind}-{label}-{self.dtype}-{self.device}-n{self.n}-{digest}"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON-ready: specs as their canonical strings and parameters."""
+        return {"family": self.family.name, "params": self.family.params, "n": self.n, "seed": self.seed,
+                "solver": str(self.solver), "dtype": self.dtype, "device": self.device, "repeats": self.repeats}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Cell":
-        return cls(**data)
-
-
-def _literal(value: str) -> Any:
-    """Parse a spec value: Python literal when it is one ('0.5', '(0.1, 0.8)', 'True'), else str."""
-    try:
-        return ast.literal_eval(value)
-    except (ValueError, SyntaxError):
-        return value
+        return cls(FamilySpec.of(data["family"], **data["params"]), data["n"], data["seed"],
+                   SolverSpec.parse(data["solver"]), data["dtype"], data["device"], data.get("repeats", 5))
 
 
 def parse_family(spec: str) -> tuple[str, dict[str, Any]]:
     """``planar-box[kind=exit,disk=True]`` -> ('planar-box', {'kind': 'exit', 'disk': True})."""
-    name, raw = solvers.parse_spec(spec)
-    if "profile" in raw:
-        raise ProblemError(f"family spec: expected key=value items in {spec!r}, got {raw['profile']!r}")
-    fams = problems.families()
-    if name not in fams:
-        raise ProblemError(f"family: expected one of {sorted(fams)}, got {name!r}")
-    params = {k: _literal(v) for k, v in raw.items()}
-    unknown = sorted(set(params) - set(fams[name].parameters()))
-    if unknown:
-        raise ProblemError(f"family {name!r}: unknown parameters {unknown}; it takes {sorted(fams[name].parameters())}")
-    kind = params.get("kind", fams[name].default_kind)
-    if kind not in fams[name].kinds:
-        raise ProblemError(f"family {name!r}: kind expected one of {list(fams[name].kinds)}, got {kind!r}")
-    params["kind"] = kind
-    return name, params
+    parsed = FamilySpec.parse(spec)
+    return parsed.name, parsed.params
 
 
-def expand(families: list[str], solver_specs: list[str], dtypes: list[str], devices: list[str],
-           sizes: list[int], seed: int, repeats: int) -> tuple[list[Cell], list[tuple[str, str]]]:
+def traits(family: FamilySpec) -> ProblemTraits:
+    """What ``Capabilities.accepts`` needs to know of a family spec's problems."""
+    fam = family.family
+    return ProblemTraits(fam.problem_class(family.params), fam.structure(family.params))
+
+
+def expand(families: list[str | FamilySpec], solver_specs: list[str | SolverSpec], dtypes: list[str],
+           devices: list[str], sizes: list[int], seed: int, repeats: int) -> tuple[list[Cell], list[tuple[str, str]]]:
     """All runnable cells, and (description, reason) for the combinations skipped.
 
     Raises ``ProblemError`` for an unknown family, solver, setting, dtype or device.
@@ -118,48 +117,35 @@ def expand(families: list[str], solver_specs: list[str], dtypes: list[str], devi
             raise ProblemError(f"n: expected positive integers, got {n!r}")
     if repeats < 1:
         raise ProblemError(f"repeats: expected an integer >= 1, got {repeats!r}")
-    fams = [parse_family(f) for f in families]
-    registry = solvers.adapters()
+    fams = [FamilySpec.parse(f) for f in families]
     avail = solvers.available()
     cells, skipped = [], []
-    for spec in solver_specs:
-        name, settings = solvers.parse_spec(spec)
-        if name not in registry:
-            if name in avail:
-                skipped.append((spec, avail[name] or "not available"))
-                continue
-            raise ProblemError(f"solver: expected one of {sorted(registry)}, got {name!r}")
-        cls = registry[name]
-        if avail.get(name):
-            skipped.append((spec, avail[name]))
+    for raw in solver_specs:
+        name = raw.name if isinstance(raw, SolverSpec) else solvers.parse_spec(raw)[0]
+        if avail.get(name):  # registered but not importable here, or failed to load
+            skipped.append((str(raw), avail[name]))
             continue
-        if "dtype" in settings or "device" in settings:
-            raise ProblemError(f"solver {spec!r}: set dtype and device with --dtype and --device, not in the spec")
-        cls(**settings)  # validates the settings now, not in a worker
-        caps = cls.CAPABILITIES
-        for (fam, params) in fams:
-            family = problems.families()[fam]
-            if family.reason_unavailable():
-                skipped.append((f"{fam}", family.reason_unavailable()))
+        spec = SolverSpec.parse(raw)
+        if "dtype" in spec.settings or "device" in spec.settings:
+            raise ProblemError(f"solver {str(raw)!r}: set dtype and device with --dtype and --device, not in the spec")
+        spec.build()  # the adapter's own checks of its settings, now rather than in a worker
+        caps = solvers.adapter_class(spec.name).CAPABILITIES
+        for fam in fams:
+            reason = fam.family.reason_unavailable()
+            if reason:
+                skipped.append((fam.name, reason))
                 continue
-            pclass = family.problem_class(params)
-            if not getattr(caps, pclass):
-                skipped.append((f"{spec} {fam}[kind={params.get('kind', family.default_kind)}]",
-                                f"{name} does not solve {pclass.upper()}s"))
-                continue
-            structure = family.structure(params)
-            if caps.structures is not None and structure not in caps.structures:
-                skipped.append((f"{spec} {fam}[kind={params.get('kind', family.default_kind)}]",
-                                f"{name} decides only {list(caps.structures)}"))
+            why = caps.accepts(traits(fam))
+            if why:
+                skipped.append((f"{spec} {fam.name}[kind={fam.kind}]", f"{spec.name} {why}"))
                 continue
             for dt in dtypes:
-                if dt not in caps.dtypes:
-                    skipped.append((f"{spec} {dt}", f"{name} computes in {list(caps.dtypes)} only"))
+                if why := caps.accepts(traits(fam), dtype=dt):
+                    skipped.append((f"{spec} {dt}", f"{spec.name} {why}"))
                     continue
                 for dev in devices:
-                    if dev not in caps.devices:
-                        skipped.append((f"{spec} {dev}", f"{name} runs on {list(caps.devices)} only"))
+                    if why := caps.accepts(traits(fam), device=dev):
+                        skipped.append((f"{spec} {dev}", f"{spec.name} {why}"))
                         continue
-                    for n in sizes:
-                        cells.append(Cell(fam, params, n, seed, spec, dt, dev, repeats))
+                    cells.extend(Cell(fam, n, seed, spec, dt, dev, repeats) for n in sizes)
     return cells, sorted(set(skipped))

@@ -26,7 +26,7 @@ from solvers import ProblemError
 
 from .report import load_runs, read_manifest
 from .rundir import replace_output_dir
-from .verify import OUTCOMES
+from .schema import outcome_columns, summarize
 
 #: shift of the shifted geometric mean, microseconds per case (see ``shifted_geometric_mean``).
 SGM_SHIFT_US = 10.0
@@ -34,8 +34,6 @@ SGM_SHIFT_US = 10.0
 PROFILE_TAU_MAX = 1e3
 #: the most disagreeing cases listed per family page.
 MAX_DRILL_CASES = 200
-#: outcome columns of the tables (``suboptimal`` only appears for QP kinds).
-TABLE_OUTCOMES = ("correct", "suboptimal", "false_accept", "false_reject", "uncertain", "failed")
 CASE_KEY = ["family_label", "kind", "family_params", "n_scenes", "seed", "lp_index"]
 
 
@@ -62,8 +60,6 @@ def _config_label(rows: pd.DataFrame) -> pd.Series:
 def prepare_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """Rows with ``config`` and ``family_label`` columns and outcome strings (copy)."""
     rows = rows.copy()
-    if "family_label" not in rows:
-        rows["family_label"] = rows["family"]
     for col in ("compile_s", "ms_per_256", "us_per_lp", "family_params", "seed"):
         if col not in rows:
             rows[col] = np.nan
@@ -73,14 +69,11 @@ def prepare_rows(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def family_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per configuration, kind and batch size (scenes) of one family: n, outcome
-    counts, median ms per 256 scenes, median us per case and median compile seconds."""
+    """Per configuration, kind and batch size (scenes) of one family: n, outcome counts (those
+    the kinds present give), median ms per 256 scenes, median us per case, median compile
+    seconds and the kinds' own aggregations (``bench.schema.summarize``)."""
     keys = ["config", "solver_label", "device", "dtype", "kind", "n_scenes"]
-    counts = pd.crosstab([rows[k] for k in keys], rows["outcome"]).reindex(columns=list(OUTCOMES), fill_value=0)
-    timing = rows.groupby(keys).agg(n=("outcome", "size"), ms_per_256=("ms_per_256", "median"),
-                                    us_per_case=("us_per_lp", "median"), compile_s=("compile_s", "median"))
-    table = timing[["n"]].join(counts).join(timing.drop(columns="n")).reset_index()
-    table = table.rename(columns={"n_scenes": "scenes"})
+    table = summarize(rows, keys).rename(columns={"n_scenes": "scenes", "us_per_lp": "us_per_case"})
     table["correct_pct"] = 100.0 * table["correct"] / table["n"]
     return table
 
@@ -290,10 +283,9 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
                 profile[config if len(kinds) == 1 else f"{config} ({kind})"] = curve
         drill, drill_configs, drill_total = disagreements(frows)
         slug = f"family-{_slug(str(family))}.html"  # as in families_nav
-        columns = ["rank", "solver_label", "device", "dtype", "kind", "scenes", "n", *TABLE_OUTCOMES,
-                   "correct_pct", "ms_per_256", "us_per_case", "sgm_us", "compile_s"]
-        if not (table["suboptimal"] > 0).any() and not set(frows["kind"]) & {"qp", "socp"}:
-            columns.remove("suboptimal")
+        columns = ["rank", "solver_label", "device", "dtype", "kind", "scenes", "n",
+                   *outcome_columns(list(frows["kind"].unique())), "correct_pct", "ms_per_256", "us_per_case",
+                   "sgm_us", "compile_s"]
         info = {
             "name": str(family), "page": slug, "kinds": sorted(frows["kind"].unique()),
             "top": _records(table.head(5)[["rank", "solver_label", "device", "dtype", "kind", "n", "correct_pct",

@@ -1,5 +1,8 @@
-"""The float64 reference: HiGHS answers for hold LPs, Clarabel (1e-10) for QPs and SOCPs,
-cached on disk by content hash.
+"""The float64 reference of a batch, cached on disk by content hash.
+
+Each kind names its reference (``Kind.reference_solver``: HiGHS for hold LPs and plain
+LPs, Clarabel at 1e-10 for QPs and SOCPs) and turns its answers into reference rows
+(``Kind.reference_rows``); this module runs it and owns the cache.
 
 For LP-1 the reference is ``ref_delta`` (HiGHS' optimum), ``truth`` (``supported`` when
 ``ref_delta <= reference_delta``) and ``ref_verdict`` (the verifier's verdict of HiGHS'
@@ -31,19 +34,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from problems import ProblemBatch
+from problems import ProblemBatch, get_kind
+from problems.kinds._hold import LP_REFERENCE  # noqa: F401  (part of this module's API)
+from problems.kinds.qp import QP_REFERENCE, equalities_consistent  # noqa: F401
 from solvers import BatchSolution, Status
-from solvers.clarabel_ import ClarabelAdapter
-from solvers.highs_ import HighsAdapter
 
 from .rundir import write_bytes_atomic
-from .verify import DEFAULT_TOLERANCES, Tolerances, verify_exit, verify_lp1, verify_qp
+from .verify import DEFAULT_TOLERANCES, Tolerances
 
 CACHE_ENV = "CONTACTBENCH_CACHE"
 REFERENCE_VERSION = "5"  # bump when the verifier's rules change: a cached entry is checked against them
-#: the reference solvers: (adapter class, its pip distribution, profile), never from the registry
-LP_REFERENCE = (HighsAdapter, "highspy", "default")
-QP_REFERENCE = (ClarabelAdapter, "clarabel", "high_accuracy")
 
 
 def default_cache_dir() -> Path:
@@ -51,76 +51,30 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV, "results/cache")) / "reference"
 
 
-def reference_solver(batch: ProblemBatch) -> tuple:
-    """``(adapter class, distribution, profile)`` of the reference for ``batch``'s kind."""
-    return QP_REFERENCE if batch.kind in ("qp", "socp") else LP_REFERENCE
+def reference_solver(batch: ProblemBatch) -> tuple | None:
+    """``(adapter class, distribution, profile)`` of the reference for ``batch``'s kind
+    (None when the kind computes its reference itself)."""
+    return get_kind(batch.kind).reference_solver
 
 
 def reference_identity(batch: ProblemBatch) -> dict[str, str]:
     """Which solver, at which version and with which options, computes ``batch``'s reference."""
-    cls, dist, profile = reference_solver(batch)
-    try:
-        dist_version = version(dist)
-    except PackageNotFoundError:
-        dist_version = "unknown"
-    adapter = cls(profile)
-    return {"solver": f"{cls.__module__}.{cls.__qualname__}", "package": dist, "version": dist_version,
-            "profile": profile, "options": json.dumps(adapter.native_options(), sort_keys=True, default=str)}
+    return get_kind(batch.kind).reference_identity()
 
 
 def solve_reference(batch: ProblemBatch) -> BatchSolution:
-    """The reference solver's raw answers for ``batch`` (float64, built-in code path)."""
-    cls, _, profile = reference_solver(batch)
-    return cls(profile).solve_batch(*batch.arrays(), **batch.extra())
+    """The reference's raw float64 answers for ``batch`` (its kind's built-in code path)."""
+    return get_kind(batch.kind).solve_reference(batch)
 
 
 def reference_rows(batch: ProblemBatch, solution: BatchSolution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
-    """Reference rows (see module docstring) from the reference solver's answers."""
-    if batch.kind in ("qp", "socp"):
-        return _qp_rows(batch, solution, tol)
-    if batch.kind == "lp1":
-        checked = verify_lp1(batch, solution, tol)
-        delta = solution.objective
-        truth = np.where(delta <= tol.reference_delta, "supported", "unsupported")
-        ambiguous = (delta > tol.reference_delta) & (delta <= tol.ambiguous_delta)
-        return pd.DataFrame({"ref_delta": delta, "truth": truth, "ref_verdict": checked["verdict"],
-                             "ambiguous": ambiguous})
-    checked = verify_exit(batch, solution, tol)
-    return pd.DataFrame({"ref_exit": checked["exit"], "ref_verdict": checked["verdict"]})
-
-
-def _qp_rows(batch: ProblemBatch, solution: BatchSolution, tol: Tolerances) -> pd.DataFrame:
-    """QP / SOCP reference rows: ``truth`` is ``feasible`` when the reference's ``x`` passes
-    the verifier's primal check, ``infeasible`` when its duals are a certificate (or the
-    equality rows have no least-squares solution, itself a certificate), else ``unknown``
-    (every solver's outcome on such a case is ``uncertain``). ``ref_objective`` is
-    recomputed from its ``x``."""
-    checked = verify_qp(batch, solution, tol)
-    truth = np.select([checked["verdict"] == "feasible", checked["verdict"] == "infeasible"],
-                      ["feasible", "infeasible"], default="unknown")
-    # Clarabel stops with InsufficientProgress on some rank-deficient, inconsistent equality
-    # blocks (two-foot stances); equalities with no least-squares solution decide those.
-    truth = np.where((truth == "unknown") & ~equalities_consistent(batch), "infeasible", truth)
-    return pd.DataFrame({"truth": truth, "ref_objective": np.where(truth == "feasible", checked["qp_objective"], np.nan),
-                         "ref_verdict": checked["verdict"], "ref_status": checked["said"],
-                         "ref_primal_residual": checked["primal_residual"]})
-
-
-def equalities_consistent(batch: ProblemBatch, rtol: float = 1e-9) -> np.ndarray:
-    """(B,) True where ``A_eq x = b_eq`` has a solution (least-squares residual within
-    ``rtol * (1 + |b_eq|_inf)``), whatever the rank of ``A_eq``."""
-    out = np.ones(len(batch), bool)
-    for i in range(len(batch)):
-        A, b = batch.A_eq[i], batch.b_eq[i]
-        if len(b):
-            x = np.linalg.lstsq(A, b, rcond=None)[0]
-            out[i] = np.max(np.abs(A @ x - b)) <= rtol * (1 + np.max(np.abs(b)))
-    return out
+    """Reference rows from the reference's answers (``Kind.reference_rows``)."""
+    return get_kind(batch.kind).reference_rows(batch, solution, tol)
 
 
 def compute_reference(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
-    """Solve every problem of ``batch`` in float64 (LPs: HiGHS; QPs/SOCPs: Clarabel) and
-    return the reference rows (no cache)."""
+    """Solve every problem of ``batch`` in float64 with its kind's reference and return the
+    reference rows (no cache)."""
     return reference_rows(batch, solve_reference(batch), tol)
 
 

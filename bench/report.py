@@ -18,12 +18,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from problems.kinds.checks import OUTCOMES
 from .rundir import load_cells, read_manifest, replace_output_dir
-from .verify import OUTCOMES, lp1_outcomes
+from .schema import REPORT_GROUP, rename_for_report
+from .schema import summarize as summarize_rows
 
 __all__ = ["load_runs", "read_manifest", "write_report", "summarize"]
 
-GROUP = ["family_label", "kind", "solver_label", "device", "dtype", "n_scenes"]
+GROUP = REPORT_GROUP
 
 
 def load_runs(run_dirs: list[Path | str]) -> pd.DataFrame:
@@ -34,57 +36,24 @@ def load_runs(run_dirs: list[Path | str]) -> pd.DataFrame:
 
 
 def summarize(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per cell group with outcome counts and timing (see module docstring)."""
-    rows = rows.copy()
-    if "family_label" not in rows:  # runs written before the label existed
-        rows["family_label"] = rows["family"]
-    for col in ("ms_per_256", "us_per_lp", "ms_batch_iqr", "compile_s", "rel_gap", "primal_residual",
-                "dual_residual"):
-        if col not in rows:
-            rows[col] = float("nan")
-    counts = pd.crosstab([rows[g] for g in GROUP], rows["outcome"]).reindex(columns=list(OUTCOMES), fill_value=0)
-    timing = rows.groupby(GROUP).agg(
-        n=("outcome", "size"), ms_per_256=("ms_per_256", "median"), us_per_lp=("us_per_lp", "median"),
-        iqr_ms=("ms_batch_iqr", "median"), compile_s=("compile_s", "median"),
-        max_rel_gap=("rel_gap", "max"), max_primal_res=("primal_residual", "max"),
-        max_kkt_res=("dual_residual", "max"),
-    )
-    if timing[["max_rel_gap", "max_primal_res", "max_kkt_res"]].isna().all().all():
-        timing = timing.drop(columns=["max_rel_gap", "max_primal_res", "max_kkt_res"])  # LP-only runs
-    out = timing[["n"]].join(counts).join(timing.drop(columns="n")).reset_index()
-    out = out.rename(columns={"family_label": "family", "solver_label": "solver", "n_scenes": "scenes"})
+    """One row per cell group with outcome counts and timing (see module docstring and
+    ``bench.schema.summarize``)."""
+    out = rename_for_report(summarize_rows(rows, GROUP))
     return out.sort_values(["family", "kind", "scenes", "ms_per_256"], na_position="last").reset_index(drop=True)
 
 
-def robust_summary(rows: pd.DataFrame) -> pd.DataFrame:
-    """Robust hold tests: one outcome per case (pose), the worst over its corners.
+def kind_sections(rows: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
+    """The kinds' own report sections (``Kind.report_sections``), group columns renamed."""
+    from problems import get_kind
 
-    A case is supported only if every corner LP is, unsupported if any corner is
-    certified unsupported, failed if any failed, else uncertain; its truth is likewise
-    the worst of the corners' reference truths. Empty when the rows hold no robust cases
-    (LP-1 cells whose ``meta_need_corner`` has more than one value per case).
-    """
-    if "meta_need_corner" not in rows or "meta_case" not in rows:
-        return pd.DataFrame()
-    lp1 = rows[(rows["kind"] == "lp1") & rows["meta_need_corner"].notna()]
-    lp1 = lp1[lp1.groupby(["cell_id", "meta_case"])["meta_need_corner"].transform("nunique") > 1]
-    if lp1.empty:
-        return pd.DataFrame()
-
-    def worst(verdicts: pd.Series) -> str:
-        values = set(verdicts)
-        if "unsupported" in values:
-            return "unsupported"
-        if values == {"supported"}:
-            return "supported"
-        return "failed" if "failed" in values else "uncertain"
-
-    keys = [g for g in GROUP] + ["cell_id", "meta_case"]
-    cases = lp1.groupby(keys).agg(verdict=("verdict", worst), truth=("truth", worst)).reset_index()
-    cases["outcome"] = lp1_outcomes(cases["verdict"], cases["truth"])
-    counts = pd.crosstab([cases[g] for g in GROUP], cases["outcome"]).reindex(columns=list(OUTCOMES), fill_value=0)
-    counts.insert(0, "cases", counts.sum(axis=1))
-    out = counts.reset_index().rename(columns={"family_label": "family", "solver_label": "solver", "n_scenes": "scenes"})
+    out = []
+    for name in sorted(map(str, rows["kind"].unique())):
+        try:
+            kind = get_kind(name)
+        except Exception:  # a plug-in kind this process has not loaded: no section of its own
+            continue
+        for title, stem, table in kind.report_sections(rows[rows["kind"] == name], GROUP):
+            out.append((title, stem, rename_for_report(table)))
     return out
 
 
@@ -96,10 +65,8 @@ def rank_deficient_summary(rows: pd.DataFrame) -> pd.DataFrame:
     sub = rows[rows["meta_rank_deficient"].fillna(False).astype(bool)]
     if sub.empty:
         return pd.DataFrame()
-    counts = pd.crosstab([sub[g] for g in GROUP], sub["outcome"]).reindex(columns=list(OUTCOMES), fill_value=0)
-    counts.insert(0, "cases", counts.sum(axis=1))
-    return counts.reset_index().rename(columns={"family_label": "family", "solver_label": "solver",
-                                                "n_scenes": "scenes"})
+    table = summarize_rows(sub, GROUP)
+    return rename_for_report(table[GROUP + ["n"] + [c for c in OUTCOMES if c in table]].rename(columns={"n": "cases"}))
 
 
 def provenance(rows: pd.DataFrame) -> pd.DataFrame:
@@ -144,10 +111,9 @@ def _write_report(rows: pd.DataFrame, out: Path, manifests: list[dict] | None) -
         lines += ["## Rank-deficient equality rows (two-foot stances)", "",
                   "The same outcomes restricted to cases whose wrench rows are rank-deficient; a solver that "
                   "fails here fails on real stances, not on a generator artefact.", "", _markdown(deficient), ""]
-    robust = robust_summary(rows)
-    if len(robust):
-        robust.to_csv(out / "robust.csv", index=False)
-        lines += ["## Robust hold tests (worst over each case's corners)", "", _markdown(robust), ""]
+    for title, stem, table in kind_sections(rows):
+        table.to_csv(out / f"{stem}.csv", index=False)
+        lines += [f"## {title}", "", _markdown(table), ""]
     lines += ["## Failures", ""]
     failed = rows[rows.get("error_type", pd.Series("", index=rows.index)).fillna("") != ""]
     if len(failed):

@@ -30,6 +30,8 @@ import pandas as pd
 
 from solvers.errors import BenchError, ProblemError
 
+from .schema import SCHEMA_KEY, SCHEMA_VERSION, upgrade, version_of
+
 #: file that marks a folder as written by contactbench (and so replaceable by it)
 OUTPUT_MARKER = ".contactbench-output"
 #: columns every cell file has; a parquet without them is not a cell
@@ -74,12 +76,22 @@ def manifest_path(cell_path: Path) -> Path:
     return Path(cell_path).with_suffix(".json")
 
 
+def _write_parquet(rows: pd.DataFrame, path: Path) -> None:
+    """``rows`` as parquet with the results schema version in its metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(rows, preserve_index=False)
+    meta = {**(table.schema.metadata or {}), SCHEMA_KEY: str(SCHEMA_VERSION).encode()}
+    pq.write_table(table.replace_schema_metadata(meta), path)
+
+
 def write_cell(rows: pd.DataFrame, path: Path) -> None:
     """Write a cell's rows as parquet, then its manifest (rows, columns, SHA-256), each
     atomically: the manifest's presence marks the cell finished."""
     path = Path(path)
     manifest_path(path).unlink(missing_ok=True)  # a half-replaced cell is never "finished"
-    write_bytes_atomic(path, lambda tmp: rows.to_parquet(tmp, index=False))
+    write_bytes_atomic(path, lambda tmp: _write_parquet(rows, tmp))
     write_json_atomic(manifest_path(path), {"file": path.name, "rows": int(len(rows)),
                                             "columns": list(map(str, rows.columns)), "sha256": _sha256(path)})
 
@@ -88,14 +100,18 @@ def read_cell(path: Path) -> pd.DataFrame:
     """A cell's rows, checked against its manifest; raises ``CorruptResult`` naming the file.
 
     A cell written before manifests existed (no ``<cell>.json``) is accepted when it reads
-    and has the ``REQUIRED_COLUMNS``."""
+    and has the ``REQUIRED_COLUMNS``. Rows of an older results schema are upgraded
+    (``bench.schema.upgrade``); a newer schema raises ``SchemaError``."""
+    import pyarrow.parquet as pq
+
     path = Path(path)
     meta_path = manifest_path(path)
     try:
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else None
         if meta is not None and _sha256(path) != meta.get("sha256"):
             raise CorruptResult(f"{path}: contents differ from its manifest (checksum)")
-        rows = pd.read_parquet(path)
+        table = pq.read_table(path)
+        rows = table.to_pandas()
     except CorruptResult:
         raise
     except Exception as exc:  # truncated, empty, not parquet, unreadable manifest
@@ -106,7 +122,7 @@ def read_cell(path: Path) -> pd.DataFrame:
         raise CorruptResult(f"{path}: not a cell file (missing columns {missing})")
     if meta is not None and (len(rows) != meta.get("rows") or list(map(str, rows.columns)) != meta.get("columns")):
         raise CorruptResult(f"{path}: {len(rows)} rows / columns differ from its manifest")
-    return rows
+    return upgrade(rows, version_of(table.schema.metadata), str(path))
 
 
 def cell_finished(path: Path) -> bool:
@@ -213,3 +229,37 @@ def replace_output_dir(target: Path | str, build: Callable[[Path], T], inputs: l
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
     return result
+
+
+# ------------------------------------------------------------------ run directories
+def open_run_dir(out: Path, run_id: str | None, resume: bool) -> Path:
+    """The run directory a run writes to: ``out/<run_id>`` (default id: a UTC timestamp), or
+    with ``resume`` the one named by ``run_id`` (default: ``out/latest``). ``ProblemError``
+    when resuming a directory that does not exist, or starting a run in one that already
+    holds results (finished cells are never overwritten: ``--resume`` continues them)."""
+    from datetime import datetime, timezone
+
+    if resume:
+        run_dir = out / run_id if run_id else (out / "latest").resolve()
+        if not run_dir.is_dir():
+            raise ProblemError(f"--resume: no run directory {str(run_dir)!r} to resume")
+        return run_dir
+    run_dir = out / (run_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
+    if run_dir.exists() and any(run_dir.glob("*.parquet")):
+        raise ProblemError(f"--run-id: {str(run_dir)!r} already holds results; pass --resume to continue it")
+    return run_dir
+
+
+def write_manifest(run_dir: Path, data: dict) -> None:
+    """Write ``run.json`` (run id, command line, grid, skipped cells, tolerances) atomically."""
+    write_json_atomic(run_dir / "run.json", data)
+
+
+def point_latest(out: Path, run_dir: Path) -> None:
+    """Make ``out/latest`` a relative symlink to ``run_dir`` (replaced atomically)."""
+    link = out / "latest"
+    tmp = out / f".latest.{os.getpid()}"
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    os.symlink(os.path.relpath(run_dir, out), tmp)
+    os.replace(tmp, link)

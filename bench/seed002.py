@@ -18,8 +18,10 @@ import json
 import pandas as pd
 
 import solvers
+from problems import FamilySpec
 
 from .grid import Cell
+from .schema import summarize
 
 #: (label, family, params) of the problem sets; sizes are the seed's.
 ABLATION_SETS = (
@@ -48,7 +50,7 @@ def ablation_specs() -> list[tuple[str, str]]:
 
 def ablation_cells(seed: int = 0, repeats: int = 3, scale: float = 1.0, device: str = "cpu") -> list[Cell]:
     """Every (set, configuration) cell of the ablation, float32; ``scale`` shrinks the sets."""
-    return [Cell(fam, dict(params), max(8, int(n * scale)), seed, spec, "float32", device, repeats)
+    return [Cell.of(FamilySpec.of(fam, **params), max(8, int(n * scale)), seed, spec, "float32", device, repeats)
             for _label, fam, params, n in ABLATION_SETS for _row, spec in ablation_specs()]
 
 
@@ -68,21 +70,14 @@ def ablation_table(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration, per set: correct / false_accept / uncertain / failed and ms per 256."""
     rows = rows.copy()
     rows["set"] = rows.apply(lambda r: _set_label(r, ABLATION_SETS), axis=1)
-    labels = dict((spec, label) for label, spec in ablation_specs())
+    labels = {str(solvers.SolverSpec.parse(spec)): label for label, spec in ablation_specs()}
     rows["configuration"] = rows["solver_spec"].map(labels)
-    counts = pd.crosstab([rows["configuration"], rows["set"]], rows["outcome"])
-    for col in ("correct", "false_accept", "uncertain", "failed"):
-        if col not in counts:
-            counts[col] = 0
-    timing = rows.groupby(["configuration", "set"])["ms_per_256"].median()
-    table = counts[["correct", "false_accept", "uncertain", "failed"]].join(timing.rename("ms_per_256"))
-    table.insert(0, "n", counts.sum(axis=1))
+    table = summarize(rows, ["configuration", "set"])
+    table = table[["configuration", "set", "n", "correct", "false_accept", "uncertain", "failed", "ms_per_256"]]
     order = {label: i for i, (label, _spec) in enumerate(ablation_specs())}
-    table = table.reset_index()
-    table["_o"] = table["configuration"].map(order)
     set_order = {label: i for i, (label, *_rest) in enumerate(ABLATION_SETS)}
-    table["_s"] = table["set"].map(set_order)
-    return table.sort_values(["_s", "_o"]).drop(columns=["_o", "_s"]).reset_index(drop=True)
+    return table.assign(_s=table["set"].map(set_order), _o=table["configuration"].map(order)).sort_values(
+        ["_s", "_o"]).drop(columns=["_o", "_s"]).reset_index(drop=True)
 
 
 def reproduction_specs() -> list[tuple[str, str]]:
@@ -100,8 +95,8 @@ def reproduction_cells(seed: int = 0, repeats: int = 3, scale: float = 1.0, devi
             for spec, dtype in reproduction_specs():
                 if spec == "exact-planar" and (kind != "lp1" or not planar or params.get("disk")):
                     continue
-                cells.append(Cell(fam, {**params, "kind": kind}, max(8, int(n * scale)), seed, spec, dtype,
-                                  device if spec != "highs" else "cpu", repeats))
+                cells.append(Cell.of(FamilySpec.of(fam, **params, kind=kind), max(8, int(n * scale)), seed, spec,
+                                     dtype, device if spec != "highs" else "cpu", repeats))
     return cells
 
 
@@ -111,20 +106,20 @@ def reproduction_table(rows: pd.DataFrame) -> pd.DataFrame:
     rows = rows.copy()
     rows["set"] = rows.apply(lambda r: _set_label(r, REPRODUCTION_SETS), axis=1)
     rows["who"] = rows["solver_label"] + " " + rows["dtype"]
+    table = summarize(rows, ["set", "who", "kind"]).set_index(["set", "who", "kind"])
     out = []
-    for (label, who), grp in rows.groupby(["set", "who"], sort=False):
-        lp1 = grp[grp["kind"] == "lp1"]
-        ex = grp[grp["kind"] == "exit"]
-        c1 = lp1["outcome"].value_counts()
-        ce = ex["outcome"].value_counts()
-        ms1 = lp1["ms_per_256"].median() if len(lp1) else float("nan")
-        mse = ex["ms_per_256"].median() if len(ex) else float("nan")
-        out.append({"set": label, "solver": who, "cases": len(lp1), "right": c1.get("correct", 0),
-                    "uncertain": c1.get("uncertain", 0), "false_accept": c1.get("false_accept", 0),
-                    "false_reject": c1.get("false_reject", 0), "failed": c1.get("failed", 0),
-                    "exits_right": f"{ce.get('correct', 0)}/{len(ex)}" if len(ex) else "",
-                    "exit_false_accept": ce.get("false_accept", 0) if len(ex) else "",
-                    "ms_per_256_lp1": ms1, "ms_per_256_with_margins": ms1 + mse if len(ex) else float("nan")})
+    for (label, who), grp in table.groupby(level=["set", "who"], sort=False):
+        lp1 = grp.xs("lp1", level="kind").iloc[0] if "lp1" in grp.index.get_level_values("kind") else None
+        ex = grp.xs("exit", level="kind").iloc[0] if "exit" in grp.index.get_level_values("kind") else None
+        count = lambda r, o: int(r[o]) if r is not None and o in r else 0  # noqa: E731
+        ms1 = lp1["ms_per_256"] if lp1 is not None else float("nan")
+        out.append({"set": label, "solver": who, "cases": count(lp1, "n"), "right": count(lp1, "correct"),
+                    "uncertain": count(lp1, "uncertain"), "false_accept": count(lp1, "false_accept"),
+                    "false_reject": count(lp1, "false_reject"), "failed": count(lp1, "failed"),
+                    "exits_right": f"{count(ex, 'correct')}/{count(ex, 'n')}" if ex is not None else "",
+                    "exit_false_accept": count(ex, "false_accept") if ex is not None else "",
+                    "ms_per_256_lp1": ms1,
+                    "ms_per_256_with_margins": ms1 + ex["ms_per_256"] if ex is not None else float("nan")})
     table = pd.DataFrame(out)
     set_order = {label: i for i, (label, *_r) in enumerate(REPRODUCTION_SETS)}
     return table.sort_values(["set", "solver"], key=lambda s: s.map(set_order) if s.name == "set" else s

@@ -29,6 +29,8 @@ import pandas as pd
 
 from solvers.errors import ProblemError
 
+from .family import Family, Param
+
 from . import contacts as geometry
 from .hold import HoldScene, Limits, pad, with_need
 from .robust import corner_needs, lower_mu
@@ -174,3 +176,24 @@ def sample(n: int, seed: int, *, contacts=(1, 4), mu=(0.2, 1.0), push=(0.3, 0.3,
             scenes.append(pad(with_need(base, need), k, contacts[1] if limits else None))
             rows.append({**row, "need_corner": corner})
     return scenes, pd.DataFrame(rows)
+
+
+FAMILY = Family(
+    "cube-3d",
+    "cube touched by 1-4 contacts (face patches, edge segments, points) on any face, 8-edge inner "
+    "pyramids, random friction and push; d=6, up to 128 generators",
+    sample, AXES, kinds=("lp1", "exit"),
+    params=(
+        Param("contacts", "(min, max)", (1, 4), "number of contacts per scene"),
+        Param("mu", "(low, high)", (0.2, 1.0), "per-contact friction coefficient range"),
+        Param("push", "6 half-widths", (0.3, 0.3, 0.3, 0.2, 0.2, 0.2),
+              "half-widths of the uniform external wrench (f: m*g, tau: m*g*l)"),
+        Param("kinds", "subset of ('face', 'edge', 'point')", KINDS, "contact kinds drawn from"),
+        Param("edges", "int >= 3", 8, "edges of each inner friction pyramid"),
+        Param("inner", "bool", True, "inner (conservative) pyramids; False: outer"),
+        Param("limits", "bool", False, "give every contact a normal-force limit"),
+        Param("fmax", "(low, high)", (0.3, 1.5), "range of the normal-force limits, m*g"),
+        Param("mass", "(low, high) or None", None, "robust test: mass range, one LP per corner"),
+        Param("com", "3 half-widths or None", None, "robust test: centre-of-mass box half-widths, l"),
+    ),
+)

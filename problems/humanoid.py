@@ -40,6 +40,8 @@ import pandas as pd
 
 from solvers.errors import ProblemError
 
+from .family import Family, Param
+
 from .quadruped import QP
 
 SUPPORTS = ("double", "left", "right")
@@ -195,3 +197,20 @@ def sample(n: int, seed: int, support: str = "double", spread: float = 0.1, eps:
                      "rank_deficient": rank < qp.A_eq.shape[0]})
         qps.append(qp)
     return qps, pd.DataFrame(rows)
+
+
+FAMILY = Family(
+    "humanoid",
+    "humanoid (TALOS, 38 dof) gravity compensation in single/double support (seed 001): "
+    "min |tau|^2 + eps |f|^2 s.t. statics, f_z >= 0, optional friction pyramids and torque limits",
+    sample, ("f_x", "f_y", "f_z", "tau_x", "tau_y", "tau_z"), kinds=("qp",), structures={"qp": "humanoid-qp"},
+    unavailable=model_reason,
+    params=(
+        Param("support", "double, left or right", "double", "feet in contact (the whole batch)"),
+        Param("spread", "float", 0.1, "standard deviation of the joint offsets, rad"),
+        Param("eps", "float", 1e-4, "weight of |f|^2 in the objective"),
+        Param("mu", "float", 0.7, "friction coefficient of the pyramids"),
+        Param("friction", "bool", False, "add friction pyramids"),
+        Param("torque_limits", "bool", False, "add the robot's joint torque limits"),
+    ),
+)

@@ -27,6 +27,8 @@ import pandas as pd
 
 from solvers.errors import ProblemError
 
+from .family import Family, Param
+
 from . import cube, planar_box, planar_exact
 from .hold import EXIT_CAP, exit_lp, lp1, with_need
 
@@ -153,3 +155,31 @@ def sample(n: int, seed: int, *, base: str = "planar-box", eps: float | None = N
     else:
         scenes, rows = _cube(int(n), rng, 0.01 if eps is None else eps, dict(cube_params or {}))
     return scenes, pd.DataFrame(rows)
+
+
+class NearBoundaryFamily(Family):
+    """near-boundary: its wrench axes (and so its structure) are those of its ``base``."""
+
+    def axes_for(self, params):
+        base = params.get("base", "planar-box")
+        if base not in BASES:
+            raise ProblemError(f"base: expected one of {list(BASES)}, got {base!r}")
+        return cube.AXES if base == "cube-3d" else planar_box.AXES
+
+
+FAMILY = NearBoundaryFamily(
+    "near-boundary",
+    "scenes within +-eps of the support boundary along one parameter of a base family "
+    "(planar-box: disk height; cube-3d: push magnitude); meta has the signed distance",
+    sample, planar_box.AXES, kinds=("lp1", "exit"),
+    params=(
+        Param("base", "planar-box or cube-3d", "planar-box", "the family whose boundary is sampled"),
+        Param("eps", "float or None", None, "half-width around the boundary (planar: l, default 0.04; "
+              "cube: m*g, default 0.01)"),
+        Param("mu", "(low, high)", (0.1, 0.8), "planar: corner friction range"),
+        Param("tilt", "(low, high)", (-0.3, 0.3), "planar: floor tilt range, rad"),
+        Param("push", "(f_x, f_z, tau_y/l)", (0.2, 0.2, 0.3), "planar: push half-widths"),
+        Param("disk_mu", "(low, high)", (0.1, 0.8), "planar: disk friction range"),
+        Param("cube_params", "dict or None", None, "cube: parameters passed to cube-3d's sampler"),
+    ),
+)

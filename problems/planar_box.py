@@ -26,6 +26,8 @@ import pandas as pd
 
 from solvers.errors import ProblemError
 
+from .family import Family, Param
+
 from .hold import HoldScene, Limits, with_need
 from .robust import corners, lower_mu
 
@@ -166,3 +168,21 @@ def generate(n: int, seed: int = 0, **params):
     from . import generate as generate_family  # the registry lives in the package
 
     return generate_family("planar-box", n, seed, **params)
+
+
+FAMILY = Family(
+    "planar-box",
+    "square box on the floor (corners A, B), random tilt, friction, push, dropped corner, "
+    "optional disk with a force limit; d=3",
+    sample, AXES, kinds=("lp1", "exit"),
+    params=(
+        Param("mu", "(low, high)", (0.1, 0.8), "friction coefficient range at the corners (and the disk)"),
+        Param("tilt", "(low, high)", (-0.4, 0.4), "range of the floor tilt, rad"),
+        Param("push", "(f_x, f_z, tau_y/l)", (0.3, 0.3, 0.5), "half-widths of the uniform push, m*g and m*g*l"),
+        Param("drop", "float in [0, 1]", 0.3, "probability that one corner (A or B) loses contact"),
+        Param("disk", "bool", False, "add a disk on the left face at a uniform height in [-1, 1] l"),
+        Param("disk_fmax", "(low, high)", (0.1, 1.0), "range of the disk's normal-force limit, m*g"),
+        Param("mass", "(low, high) or None", None, "robust test: mass range, one LP per corner of the box"),
+        Param("com", "(c_x, c_z) or None", None, "robust test: half-widths of the centre-of-mass box, l"),
+    ),
+)

@@ -43,6 +43,8 @@ import pandas as pd
 
 from solvers.errors import ProblemError
 
+from .family import Family, Param
+
 from . import contacts
 from .hold import HoldScene
 
@@ -227,3 +229,31 @@ def sample(n: int, seed: int, stance: str = "random", edges: int = 4,
                      "edges": edges, "consistent_torque": consistent, "rank": rank, "rank_deficient": rank < 6})
         scenes.append(s)
     return scenes, pd.DataFrame(rows)
+
+
+def build(name: str, scenes, meta, kind: str, params) -> "ProblemBatch":
+    """``lp1``: the stance's hold test; ``qp``: inner pyramids; ``socp``: circular cones."""
+    from .kinds import get_kind
+
+    if kind == "lp1":
+        return get_kind("lp1").build(name, [s.hold() for s in scenes], meta, params, axes=contacts.AXES)
+    cone = "pyramid" if kind == "qp" else "circular"
+    return get_kind(kind).build(name, [s.qp(cone) for s in scenes], meta.assign(cone=cone), params)
+
+
+FAMILY = Family(
+    "quadruped",
+    "quadruped contact-force distribution (seed 000): 4 feet, all 11 stance sets, push, roll/pitch torque, "
+    "weight, mu; qp: min sum|f|^2 with inner pyramids; socp: circular cones; lp1: the stance's hold test",
+    sample, contacts.AXES, kinds=("qp", "socp", "lp1"), build=build,
+    structures={"qp": "quadruped-qp", "socp": "force-socp"},
+    params=(
+        Param("stance", "one of the 11 stances or 'random'", "random", "feet in contact, e.g. 'FL,FR,BL,BR'"),
+        Param("edges", "int >= 3", 4, "edges of each foot's friction pyramid (qp, lp1)"),
+        Param("mu", "(low, high)", (0.3, 1.0), "friction coefficient range"),
+        Param("weight", "(low, high)", (60.0, 140.0), "body weight range, N"),
+        Param("push", "float", 0.6, "push components uniform in +-push * mu * weight, N"),
+        Param("torque", "float", 0.04, "roll and pitch torque uniform in +-torque * weight, N m"),
+        Param("height", "float", HEIGHT, "hip height, m"),
+    ),
+)

@@ -5,14 +5,15 @@ subject to ``A_eq@x == b_eq``, ``A_ub@x <= b_ub``, ``x >= 0``. See ``solvers.typ
 for shapes and dual conventions and ``solvers.registry`` for how adapters are found.
 """
 
-from .base import Adapter, Option, module_api
+from .base import Adapter, Conformance, Option, module_api
 from .errors import BenchError, ProblemError, SolverError, SolverNotAvailable
-from .registry import adapters, available, from_spec, get, parse_spec, refresh, register
-from .types import BatchSolution, Capabilities, Solution, StandardForm, Status, check_standard_form
+from .registry import adapter_class, adapters, available, from_spec, get, parse_spec, refresh, register
+from .specs import SolverSpec
+from .types import BatchSolution, Capabilities, ProblemTraits, Solution, StandardForm, Status, check_standard_form
 
 __all__ = [
-    "Adapter", "Option", "module_api",
+    "Adapter", "Conformance", "Option", "module_api",
     "BenchError", "ProblemError", "SolverError", "SolverNotAvailable",
-    "adapters", "available", "from_spec", "get", "parse_spec", "refresh", "register",
-    "BatchSolution", "Capabilities", "Solution", "StandardForm", "Status", "check_standard_form",
+    "SolverSpec", "adapter_class", "adapters", "available", "from_spec", "get", "parse_spec", "refresh", "register",
+    "BatchSolution", "Capabilities", "ProblemTraits", "Solution", "StandardForm", "Status", "check_standard_form",
 ]

@@ -25,7 +25,7 @@ Loop adapters (one native call per case) implement ``solve_one`` and inherit the
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar
 
 from .errors import ProblemError, SolverNotAvailable
@@ -68,6 +68,23 @@ class Option:
         return out
 
 
+@dataclass(frozen=True)
+class Conformance:
+    """What the conformance suite (``bench.conformance``) expects of an adapter, declared on
+    the adapter class so that a plug-in declares its own.
+
+    ``atol``: dtype -> absolute tolerance on ``x``, duals and objective (default 1e-3 in
+    float32, 1e-6 in float64). ``settings``: options the suite runs the adapter with, only
+    where its defaults cannot finish a case. ``known``: ``(dtype pattern, check pattern)``
+    (``fnmatch``) -> the reason a check is a known issue. A known issue that starts passing
+    is reported ``unexpected pass`` and fails the suite until the declaration is updated.
+    """
+
+    atol: dict[str, float] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    known: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
 class Adapter:
     """Base class of every solver adapter. Instances hold resolved settings only."""
 
@@ -81,12 +98,12 @@ class Adapter:
     INSTALL_HINT: ClassVar[str] = ""
     #: modules that must import for the adapter to be available.
     REQUIRES: ClassVar[tuple[str, ...]] = ()
-    #: False for adapters that only take ``x >= 0`` (lower bounds other than 0 are refused).
-    GENERAL_BOUNDS: ClassVar[bool] = True
     #: the solver's own infinity: it reads a value of this magnitude or more as infinite
     #: (HiGHS, Clarabel: 1e20), so such inputs are refused with ``ProblemError`` rather than
     #: silently solved as another problem. Adapters whose solver uses a larger one override it.
     INFINITY: ClassVar[float] = 1e20
+    #: tolerances and known issues of the conformance suite (see ``Conformance``).
+    CONFORMANCE: ClassVar[Conformance] = Conformance()
 
     def __init__(self, profile: str = "default", **overrides: Any) -> None:
         if profile not in self.SETTINGS:
@@ -165,7 +182,6 @@ class Adapter:
     def solve(self, c, A_eq, b_eq, A_ub, b_ub, *, P=None, lb=None, cones=None, cone_mu=None) -> Solution:
         """Solve one standard-form problem (see ``solvers.types``); returns a ``Solution``."""
         problem = check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P, lb=lb, cones=cones, cone_mu=cone_mu)
-        self.validate(problem)
         batched = check_standard_form(
             problem.c[None], problem.A_eq[None], problem.b_eq[None], problem.A_ub[None],
             problem.b_ub[None], None if problem.P is None else problem.P[None], lb=problem.lb[None],
@@ -178,13 +194,14 @@ class Adapter:
         """Solve a batch (leading axis on every array but ``cones``); returns a ``BatchSolution``."""
         problem = check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P, lb=lb, cones=cones, cone_mu=cone_mu,
                                       batched=True)
-        self.validate(problem)
         return self.solve_batch_checked(problem)
 
     def solve_batch_checked(self, problem: StandardForm) -> BatchSolution:
-        """``prepare`` + ``run`` + ``finish`` on an already validated batch."""
-        prepared = self.prepare(problem)
-        return self.finish(self.run(prepared), prepared)
+        """``validate``, ``prepare``, ``run``, ``finish`` on a batch ``check_standard_form`` accepted
+        (``solvers.timing.PreparedSolve``)."""
+        from .timing import PreparedSolve
+
+        return PreparedSolve(self, problem).solution()
 
     def finish(self, raw: Any, prepared: Any) -> BatchSolution:
         """``collect``, then the status contract: OPTIMAL with a non-finite ``x`` or objective
@@ -238,7 +255,7 @@ class Adapter:
             raise ProblemError(f"P: adapter {self.NAME!r} solves LPs only; pass P=None")
         if problem.n_cones and not self.CAPABILITIES.socp:
             raise ProblemError(f"cones: adapter {self.NAME!r} does not take second-order cones; pass cones=None")
-        if not self.GENERAL_BOUNDS and not problem.default_bounds:
+        if not self.CAPABILITIES.general_bounds and not problem.default_bounds:
             raise ProblemError(f"lb: adapter {self.NAME!r} takes x >= 0 only; got lower bounds other than 0")
 
 

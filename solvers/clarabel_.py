@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _forms
-from .base import Adapter, Option, module_api
+from .base import Adapter, Conformance, Option, module_api
 from .types import Capabilities, Solution, StandardForm, Status
 
 #: Clarabel SolverStatus name -> project Status; unknown names map to ERROR.
@@ -35,6 +35,10 @@ class ClarabelAdapter(Adapter):
     """Clarabel's direct API, one solver object per case."""
 
     NAME = "clarabel"
+    #: what the conformance suite expects of this adapter (``bench.conformance``)
+    CONFORMANCE = Conformance(
+        atol={"float64": 1e-06},
+    )
     CAPABILITIES = Capabilities(lp=True, qp=True, socp=True, batched=False, devices=("cpu",), dtypes=("float64",))
     REQUIRES = ("clarabel",)
     INSTALL_HINT = "pip install clarabel"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _forms
-from .base import Adapter, Option, module_api
+from .base import Adapter, Conformance, Option, module_api
 from .errors import ProblemError
 from .types import Capabilities, Solution, StandardForm, Status
 
@@ -37,6 +37,10 @@ class CvxpyAdapter(Adapter):
     """CVXPY (DPP, compiled once per shape) with a configurable backend solver."""
 
     NAME = "cvxpy"
+    #: what the conformance suite expects of this adapter (``bench.conformance``)
+    CONFORMANCE = Conformance(
+        atol={"float64": 1e-06},
+    )
     CAPABILITIES = Capabilities(lp=True, qp=True, socp=True, batched=False, devices=("cpu",), dtypes=("float64",))
     REQUIRES = ("cvxpy",)
     INSTALL_HINT = "pip install cvxpy clarabel"

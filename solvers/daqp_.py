@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _forms
-from .base import Adapter, Option, module_api
+from .base import Adapter, Conformance, Option, module_api
 from .types import Capabilities, Solution, StandardForm, Status
 
 #: DAQP exitflag -> project Status; unknown flags map to ERROR.
@@ -29,6 +29,18 @@ class DaqpAdapter(Adapter):
     """DAQP, one call per case."""
 
     NAME = "daqp"
+    #: what the conformance suite expects of this adapter (``bench.conformance``)
+    CONFORMANCE = Conformance(
+        atol={"float64": 1e-06},
+        known={
+            ("*", "lp_badly_scaled"):
+                "DAQP's proximal-point LP mode reports the LP with rows scaled 1e-6 / 1e3 "
+                "unbounded",
+            ("*", "lp_free_variable"):
+                "DAQP's LP mode (eps_prox -1) reports an LP with a free variable unbounded; a "
+                "fixed eps_prox such as 1e-6 solves it",
+        },
+    )
     CAPABILITIES = Capabilities(lp=True, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
     REQUIRES = ("daqp",)
     INSTALL_HINT = "pip install daqp"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Adapter, Option, module_api
+from .base import Adapter, Conformance, Option, module_api
 from .errors import ProblemError
 from .types import Capabilities, Solution, StandardForm, Status
 
@@ -37,6 +37,10 @@ class HighsAdapter(Adapter):
     """HiGHS (simplex / IPM, float64, CPU), looping over the cases of a batch."""
 
     NAME = "highs"
+    #: what the conformance suite expects of this adapter (``bench.conformance``)
+    CONFORMANCE = Conformance(
+        atol={"float64": 1e-07},
+    )
     CAPABILITIES = Capabilities(lp=True, qp=False, batched=False, devices=("cpu",), dtypes=("float64",))
     REQUIRES = ("highspy",)
     INSTALL_HINT = "pip install highspy"

@@ -55,7 +55,7 @@ import inspect
 import numpy as np
 
 from . import _jax
-from .base import Adapter, Option, module_api
+from .base import Adapter, Conformance, Option, module_api
 from .errors import SolverNotAvailable
 from .types import Capabilities, Status
 
@@ -227,10 +227,18 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
     """linrax 0.3.0 with seed 002's pivot loop and float32 measures (see module docstring)."""
 
     NAME = "linrax-hold"
+    #: what the conformance suite expects of this adapter (``bench.conformance``)
+    CONFORMANCE = Conformance(
+        atol={"float32": 0.0002, "float64": 1e-07},
+        known={
+            ("*", "lp_badly_scaled"):
+                "like linrax, the ratio test skips pivots <= pivot_tol (1e-4), so the row scaled "
+                "1e-6 is ignored and the LP is declared unbounded",
+        },
+    )
     CAPABILITIES = Capabilities(lp=True, qp=False, batched=True, devices=("cpu", "gpu"),
-                                dtypes=("float32", "float64"))
+                                dtypes=("float32", "float64"), general_bounds=False)
     REQUIRES = ("jax", "linrax")
-    GENERAL_BOUNDS = False
     NEEDS_A_ROW = "any"
     INSTALL_HINT = f"pip install 'linrax=={LINRAX_VERSION}' jax"
     OPTIONS = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _forms
-from .base import Adapter, Option, module_api
+from .base import Adapter, Conformance, Option, module_api
 from .types import Capabilities, Solution, StandardForm, Status
 
 #: PIQP status name -> project Status; unknown names map to ERROR (Adapter contract).
@@ -28,6 +28,14 @@ class PiqpAdapter(Adapter):
     """PIQP's dense solver, one ``setup`` + ``solve`` per case."""
 
     NAME = "piqp"
+    #: what the conformance suite expects of this adapter (``bench.conformance``)
+    CONFORMANCE = Conformance(
+        atol={"float64": 1e-06},
+        known={
+            ("*", "lp_badly_scaled"):
+                "PIQP declares the LP with rows scaled 1e-6 / 1e3 dual infeasible",
+        },
+    )
     CAPABILITIES = Capabilities(lp=True, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
     REQUIRES = ("piqp",)
     INSTALL_HINT = "pip install piqp"

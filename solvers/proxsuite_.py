@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _forms
-from .base import Adapter, Option, module_api
+from .base import Adapter, Conformance, Option, module_api
 from .types import Capabilities, Solution, StandardForm, Status
 
 BIG = 1e20  # ProxQP's infinity for bounds
@@ -34,6 +34,20 @@ class ProxsuiteAdapter(Adapter):
     """proxsuite ProxQP, dense backend, one solver object per case."""
 
     NAME = "proxsuite"
+    #: what the conformance suite expects of this adapter (``bench.conformance``)
+    CONFORMANCE = Conformance(
+        atol={"float64": 0.0001},
+        known={
+            **{("*", case): "ProxQP with its defaults (no duality-gap check) stops at a feasible, non-optimal LP "
+                            "point and reports PROXQP_SOLVED (profile high_accuracy turns the check on)"
+               for case in ("lp_eq_and_ub", "lp_negative_eq_rhs", "lp_negative_ub_rhs", "lp_degenerate_vertex",
+                            "lp_no_eq_rows", "lp_one_row", "lp_no_rows")},
+            ("*", "lp_*unbounded*"):
+                "ProxQP does not detect this unbounded LP (PROXQP_MAX_ITER_REACHED)",
+            ("*", "lp_badly_scaled"):
+                "ProxQP declares the LP with rows scaled 1e-6 / 1e3 primal infeasible",
+        },
+    )
     CAPABILITIES = Capabilities(lp=True, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
     REQUIRES = ("proxsuite",)
     INSTALL_HINT = "pip install proxsuite"

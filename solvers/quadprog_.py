@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _forms
-from .base import Adapter, module_api
+from .base import Adapter, Conformance, module_api
 from .errors import ProblemError
 from .types import Capabilities, Solution, StandardForm, Status
 
@@ -21,6 +21,10 @@ class QuadprogAdapter(Adapter):
     """quadprog, one call per case (no settings: quadprog has none)."""
 
     NAME = "quadprog"
+    #: what the conformance suite expects of this adapter (``bench.conformance``)
+    CONFORMANCE = Conformance(
+        atol={"float64": 1e-07},
+    )
     CAPABILITIES = Capabilities(lp=False, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
     REQUIRES = ("quadprog",)
     INSTALL_HINT = "pip install quadprog"

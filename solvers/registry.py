@@ -16,12 +16,12 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
-import re
 from importlib.metadata import entry_points
 from typing import Any
 
 from .base import Adapter
 from .errors import ProblemError, SolverNotAvailable
+from .specs import SolverSpec, parse_spec  # noqa: F401  (parse_spec: part of this module's API)
 
 ENTRY_POINT_GROUP = "contactbench.solvers"
 PLUGINS_ENV = "CONTACTBENCH_PLUGINS"
@@ -120,62 +120,27 @@ def available() -> dict[str, str | None]:
     return out
 
 
-def get(name: str, **settings: Any) -> Adapter:
-    """An adapter instance: ``get("highs", profile="fast")``, ``get("linrax", dtype="float64")``.
-
-    Raises ``ProblemError`` for an unknown name or setting and ``SolverNotAvailable``
-    when the solver's package is missing.
-    """
+def adapter_class(name: str) -> type[Adapter]:
+    """The registered adapter class ``name``: ``ProblemError`` for an unknown name,
+    ``SolverNotAvailable`` for one whose source failed to load."""
     _load()
     if name not in _ADAPTERS:
         if name in _BROKEN:
             raise SolverNotAvailable(f"solver {name!r} failed to load: {_BROKEN[name]}")
         raise ProblemError(f"solver: expected one of {sorted(_ADAPTERS)}, got {name!r}")
-    return _ADAPTERS[name](**settings)
+    return _ADAPTERS[name]
 
 
-_SPEC = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(?:\[(.*)\])?\s*$")
+def get(spec: "str | SolverSpec", **settings: Any) -> Adapter:
+    """An adapter instance from a name or a spec (``solvers.specs``): ``get("highs[fast]")``,
+    ``get("highs", profile="fast")``, ``get("linrax", dtype="float64")``; keyword settings
+    win over the spec's.
 
-
-def _split_top_level(text: str) -> list[str]:
-    """Split on commas outside parentheses: ``"a=(1, 2),b=3"`` -> ``["a=(1, 2)", "b=3"]``."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return parts
-
-
-def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
-    """Parse ``name[key=value,...]`` (a bare ``word`` inside the brackets is a profile).
-
-    >>> parse_spec("linrax[dtype=float64,primal_tol=1e-5]")
-    ('linrax', {'dtype': 'float64', 'primal_tol': '1e-5'})
-    >>> parse_spec("highs[fast]")
-    ('highs', {'profile': 'fast'})
-    >>> parse_spec("planar-box[mass=(0.9, 1.1),kind=lp1]")
-    ('planar-box', {'mass': '(0.9, 1.1)', 'kind': 'lp1'})
+    Raises ``ProblemError`` for an unknown name, profile or setting and ``SolverNotAvailable``
+    when the solver's package is missing.
     """
-    match = _SPEC.match(spec)
-    if not match:
-        raise ProblemError(f"solver spec: expected name or name[key=value,...], got {spec!r}")
-    name, body = match.group(1), match.group(2)
-    settings: dict[str, str] = {}
-    for item in filter(None, (p.strip() for p in _split_top_level(body or ""))):
-        if "=" in item:
-            key, value = (s.strip() for s in item.split("=", 1))
-            if not key:
-                raise ProblemError(f"solver spec: empty setting name in {spec!r}")
-            settings[key] = value
-        else:
-            settings["profile"] = item
-    return name, settings
+    return SolverSpec.parse(spec, **settings).build()
 
 
-def from_spec(spec: str, **extra: Any) -> Adapter:
-    """``get`` from a ``name[key=value,...]`` string; ``extra`` settings take precedence."""
-    name, settings = parse_spec(spec)
-    return get(name, **{**settings, **extra})
+#: ``get`` under its older name.
+from_spec = get

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Adapter, Option, module_api
+from .base import Adapter, Conformance, Option, module_api
 from .types import Capabilities, Solution, StandardForm, Status
 
 #: linprog ``res.status`` -> project Status; unknown codes map to ERROR.
@@ -20,6 +20,10 @@ class ScipyHighsAdapter(Adapter):
     """scipy's linprog (HiGHS inside), one call per case."""
 
     NAME = "scipy-highs"
+    #: what the conformance suite expects of this adapter (``bench.conformance``)
+    CONFORMANCE = Conformance(
+        atol={"float64": 1e-07},
+    )
     CAPABILITIES = Capabilities(lp=True, batched=False, devices=("cpu",), dtypes=("float64",))
     REQUIRES = ("scipy.optimize",)
     INSTALL_HINT = "pip install scipy"

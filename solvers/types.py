@@ -54,6 +54,11 @@ class Capabilities:
     structures : None for general standard-form problems, else the only problem
         structures it decides, e.g. ``("hold-d3-lp1",)`` (LP-1 of a planar hold test); the
         grid runs it only on families whose kind has one of them.
+    general_bounds : False for adapters that take ``x >= 0`` only (other lower bounds,
+        free variables included, are refused).
+
+    ``accepts`` is the one capability filter: the grid, asv, pytest-benchmark and the
+    conformance suite all ask it.
     """
 
     lp: bool = True
@@ -63,6 +68,33 @@ class Capabilities:
     devices: tuple[str, ...] = ("cpu",)
     dtypes: tuple[str, ...] = ("float64",)
     structures: tuple[str, ...] | None = None
+    general_bounds: bool = True
+
+    def accepts(self, problem: "ProblemTraits", dtype: str | None = None, device: str | None = None) -> str | None:
+        """None when an adapter with these capabilities takes ``problem`` (at ``dtype`` on
+        ``device``, when given), else the reason it does not, in words."""
+        if not getattr(self, problem.problem_class, False):
+            return f"does not solve {problem.problem_class.upper()}s"
+        if self.structures is not None and problem.structure not in self.structures:
+            return f"decides only {list(self.structures)}"
+        if problem.general_bounds and not self.general_bounds:
+            return "takes x >= 0 only"
+        if dtype is not None and dtype not in self.dtypes:
+            return f"computes in {list(self.dtypes)} only"
+        if device is not None and device not in self.devices:
+            return f"runs on {list(self.devices)} only"
+        return None
+
+
+@dataclass(frozen=True)
+class ProblemTraits:
+    """What a capability check needs to know of a problem: its class (``lp``, ``qp`` or
+    ``socp``), its special structure (None: general standard form) and whether it has lower
+    bounds other than 0 (free variables included)."""
+
+    problem_class: str
+    structure: str | None = None
+    general_bounds: bool = False
 
 
 @dataclass(frozen=True)

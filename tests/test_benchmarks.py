@@ -48,9 +48,8 @@ ADAPTERS = _adapter_params()
 def test_single_solve(benchmark, config, spec):
     """One problem through the adapter's public ``solve`` (validation, conversion, solve)."""
     cell = perf.cell_for(spec, config, n=1)
-    batch = problems.generate(cell.family, 1, 0, **cell.params)
-    name, settings = cell.adapter_settings()
-    adapter = solvers.get(name, **settings)
+    batch = problems.generate(cell.family, 1, 0)
+    adapter = cell.adapter_spec.build()
     args = [a[0] for a in batch.arrays()]
     # per-case arrays carry the batch axis; the cone index table (K, 3) is shared
     extra = {k: (v if k == "cones" else v[0]) for k, v in batch.extra().items() if v is not None}

@@ -1,8 +1,8 @@
 """The conformance suite (bench/conformance.py) on every available adapter x dtype x check.
 
 Unavailable adapters are skipped with their recorded reason; known issues come from the
-one table in bench/conformance.py and are strict xfails (a fixed issue fails the run
-until the table is updated).
+adapters' own declarations (``Adapter.CONFORMANCE``) and are strict xfails (a fixed issue
+fails the run until the declaration is updated).
 """
 
 import pytest
@@ -40,9 +40,28 @@ def test_conformance(name, dtype, check, adapter_cache):
     assert result == "pass", f"{result}: {reason}"
 
 
-def test_every_builtin_adapter_is_in_the_table():
-    builtin = {n for n, c in solvers.adapters().items() if c.__module__.startswith("solvers.")}
-    assert builtin <= set(conformance.ADAPTER_TABLE)
+def test_every_builtin_adapter_declares_its_conformance():
+    """Each built-in adapter class declares its own tolerances (``CONFORMANCE``), not a central table."""
+    builtin = {n: c for n, c in solvers.adapters().items() if c.__module__.startswith("solvers.")}
+    undeclared = [n for n, c in builtin.items() if "CONFORMANCE" not in vars(c)]
+    assert undeclared == []
+
+
+def test_a_plugin_adapter_declares_its_own_known_issue(monkeypatch):
+    """A plug-in's declaration is read from its class: its known issue becomes an xfail, and
+    the suite stays strict (declaring a passing check known is an ``unexpected pass``)."""
+    from solvers.highs_ import HighsAdapter
+
+    class Declared(HighsAdapter):
+        NAME = "declared-highs"
+        CONFORMANCE = solvers.Conformance(atol={"float64": 1e-7},
+                                          known={("*", "lp_eq_and_ub"): "declared by the plug-in"})
+
+    monkeypatch.setitem(solvers.registry._ADAPTERS, "declared-highs", Declared)
+    assert conformance.known_issue("declared-highs", "float64", "lp_eq_and_ub") == "declared by the plug-in"
+    result, reason = conformance.run_check("declared-highs", "float64", "lp_eq_and_ub")
+    assert (result, reason) == ("unexpected pass", "listed as known issue: declared by the plug-in")
+    assert conformance.run_check("declared-highs", "float64", "lp_two_eq_rows") == ("pass", "")
 
 
 def test_case_answers_satisfy_their_own_kkt_conditions():

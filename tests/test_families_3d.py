@@ -205,7 +205,8 @@ def test_report_aggregates_robust_cases_to_the_worst_corner(tmp_path):
     cells, _ = grid.expand(["planar-box[mass=(0.7, 1.3),com=(0.4, 0.2)]"], ["highs"], ["float64"], ["cpu"], [12], 0, 1)
     runner.run_cells(cells, tmp_path / "run", "rb", timeout=120)
     rows = report.load_runs([tmp_path / "run"])
-    robust = report.robust_summary(rows)
+    sections = {stem: table for _title, stem, table in report.kind_sections(rows)}
+    robust = sections["robust"]
     assert len(robust) == 1 and robust["cases"].iloc[0] == 12  # 12 poses, 8 corner LPs each
     assert robust["correct"].iloc[0] == 12
     per_case = rows.groupby("meta_case")["truth"].agg(lambda t: "unsupported" if "unsupported" in set(t) else "supported")

@@ -72,7 +72,7 @@ def test_seed000_overload_is_flagged_from_cone_utilisation(dtype):
     # ... and every foot sits at 50 / (0.6 * 22.5) = 370 % of its cone
     assert s.extras["max_utilization"] == pytest.approx(50 / (0.6 * 22.5), rel=1e-3)
     # the verifier sees the same utilisation on those forces, and the reference says infeasible
-    batch = problems.qp_batch("q", [scene.qp("circular")], pd.DataFrame([{"case": 0}]), "socp")
+    batch = problems.get_kind("socp").build("q", [scene.qp("circular")], pd.DataFrame([{"case": 0}]), {})
     checked = verify_qp(batch, solvers.get("altproj", dtype=dtype).solve_batch(*batch.arrays(), **batch.extra()))
     assert checked["max_cone_utilization"].iloc[0] == pytest.approx(3.7037, rel=1e-3)
     assert compute_reference(batch)["truth"].iloc[0] == "infeasible"
@@ -188,7 +188,7 @@ def test_solvers_that_break_on_two_feet_show_in_the_rank_deficient_table():
 
 def test_verify_qp_flags_unsafe_forces_as_false_accept():
     scene = quadruped.scene(push=(200.0, 0.0), mu=0.6, weight=90.0)
-    batch = problems.qp_batch("q", [scene.qp("circular")], pd.DataFrame([{"case": 0}]), "socp")
+    batch = problems.get_kind("socp").build("q", [scene.qp("circular")], pd.DataFrame([{"case": 0}]), {})
     x = scene.min_norm_forces().reshape(1, 12)  # wrench met, cones violated 3.7x
     claimed = BatchSolution(x=x, y_eq=np.full((1, 6), np.nan), y_ub=np.zeros((1, 0)), objective=np.array([0.0]),
                             status=np.array([Status.OPTIMAL], dtype=object), iterations=np.array([1]),

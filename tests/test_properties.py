@@ -171,9 +171,9 @@ def test_no_fabricated_or_perturbed_hold_answer_is_counted_correct(scene, pertur
     if perturbation in ("scaled_witness", "shifted_witness"):
         ok = verify.verify_exit(batch, good)["verdict"] == "verified" if kind == "exit" else \
             verify.verify_lp1(batch, good)["verdict"] == "supported"
-        assume(ok.all() and np.any(np.abs(good.x[:, :batch.k]) > 1e-3))  # a witness there is to perturb
+        assume(ok.all() and np.any(np.abs(good.x[:, :batch.W.shape[2]]) > 1e-3))  # a witness there is to perturb
         if kind == "exit":  # t = 0 with lam scaled: only the scale of lam is wrong
-            assume(np.all(np.abs(good.x[:, batch.k]) > 1e-3) or perturbation == "shifted_witness")
+            assume(np.all(np.abs(good.x[:, batch.W.shape[2]]) > 1e-3) or perturbation == "shifted_witness")
     bad = _perturb(perturbation, np.random.default_rng(seed), good, batch.c.shape[1], batch.b_eq.shape[1],
                    batch.b_ub.shape[1])
     if kind == "lp1":

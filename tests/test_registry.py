@@ -124,7 +124,7 @@ def test_adding_a_solver_guide_shows_the_real_file():
 def test_spec_examples_in_docstrings():
     import doctest
 
-    import solvers.registry
+    import solvers.specs
 
-    result = doctest.testmod(solvers.registry)
+    result = doctest.testmod(solvers.specs)
     assert result.attempted >= 3 and result.failed == 0

@@ -18,9 +18,9 @@ N = 8
 def test_hang_crash_and_raise_are_recorded_and_the_run_goes_on(tmp_path, fake_plugins):
     specs = ["fake-hang", "fake-crash", "fake-raise", "highs", "fake-overconfident"]
     cells, skipped = grid.expand(["planar-box"], specs, ["float64"], ["cpu"], [N], 0, 1)
-    assert [c.solver for c in cells] == specs and skipped == []
+    assert [str(c.solver) for c in cells] == specs and skipped == []
     results = runner.run_cells(cells, tmp_path / "run", "t1", timeout=15)
-    states = {r.cell.solver: r.state for r in results}
+    states = {str(r.cell.solver): r.state for r in results}
     assert states == {"fake-hang": "timeout", "fake-crash": "crashed", "fake-raise": "failed",
                       "highs": "done", "fake-overconfident": "done"}
     rows = report.load_runs([tmp_path / "run"])
@@ -103,11 +103,13 @@ def test_workers_get_single_threaded_eigen_unless_the_user_chose():
 
 def test_a_wedged_worker_is_detected_retried_once_and_recorded(tmp_path, fake_plugins, monkeypatch):
     # fake-hang sleeps forever: no CPU used, like XLA's wedged thread pool
-    monkeypatch.setattr(runner, "STALL_SECONDS", 3.0)
+    from bench import backend
+
+    monkeypatch.setattr(backend, "STALL_SECONDS", 3.0)
     cells, _ = grid.expand(["planar-box"], ["fake-hang", "highs"], ["float64"], ["cpu"], [N], 0, 1)
     results = runner.run_cells(cells, tmp_path / "run", "t", timeout=120)
-    states = {r.cell.solver: r.state for r in results}
+    states = {str(r.cell.solver): r.state for r in results}
     assert states == {"fake-hang": "stalled", "highs": "done"}
-    hang = [r for r in results if r.cell.solver == "fake-hang"][0]
+    hang = [r for r in results if str(r.cell.solver) == "fake-hang"][0]
     assert hang.seconds < 60 and "also on a retry" in hang.reason
     assert (hang.rows["outcome"] == "failed").all()

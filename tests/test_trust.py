@@ -188,7 +188,7 @@ def test_adapters_without_cones_refuse_them(name):
         pytest.skip(solvers.available()[name])
     cls = solvers.adapters()[name]
     # a general QP solver must name the cones; LP-only or special-structure ones refuse earlier
-    general = cls.GENERAL_BOUNDS and cls.CAPABILITIES.qp and cls.CAPABILITIES.structures is None
+    general = cls.CAPABILITIES.general_bounds and cls.CAPABILITIES.qp and cls.CAPABILITIES.structures is None
     with pytest.raises(ProblemError, match="^cones: " if general else "^(cones|P|lb|problem): "):
         solvers.get(name, dtype=cls.CAPABILITIES.dtypes[0]).solve(
             [0.0, 0.0, 0.0], np.eye(3), [0.3, 1, 0], np.zeros((0, 3)), np.zeros(0), P=2 * np.eye(3),

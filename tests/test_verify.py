@@ -114,7 +114,7 @@ def test_exit_of_an_unsupported_scene_is_correct_only_with_a_certificate():
     ref = compute_reference(b)
     lost = (ref["ref_verdict"] == "infeasible").to_numpy()
     assert lost.sum() >= 3 and (ref["ref_exit"][lost] == 0).all()
-    k = b.k
+    k = b.W.shape[2]
     zero = verify.verify_exit(b, sol(np.zeros((6, k + 1)), np.zeros((6, 3)), np.zeros((6, 1)), Status.INFEASIBLE))
     assert set(zero["verdict"][lost]) == {"uncertain"}  # a claim and an exit of 0 prove nothing
     highs = solvers.get("highs").solve_batch(*b.arrays())

@@ -19,8 +19,13 @@ import re
 import subprocess
 import sys
 
-# the runner's setting for XLA's CPU runtime (large vmapped batches wedged its Eigen pool)
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+# the runner's setting for XLA's CPU runtime (large vmapped batches wedged its Eigen pool),
+# from the one place it is defined (imports no JAX)
+try:
+    from bench.backend import worker_xla_flags
+except ImportError:  # an older commit
+    from bench.runner import worker_xla_flags
+os.environ["XLA_FLAGS"] = worker_xla_flags(os.environ.get("XLA_FLAGS"))
 
 import bench.runner  # noqa: E402,F401  (imported once in asv's server: numpy, scipy, pandas, highspy)
 

@@ -42,20 +42,32 @@ def _adapter_classes() -> dict[str, Any]:
     return {name: classes.get(name) for name in solvers.available() if not name.startswith("fake-")}
 
 
+def _refusal(cls: Any, family_spec: str) -> str | None:
+    """Why the adapter class does not take the family spec's problems (None: it does), by
+    ``Capabilities.accepts`` (older commits: their own class and structure check)."""
+    caps = cls.CAPABILITIES
+    if hasattr(caps, "accepts"):
+        from bench.grid import traits
+
+        return caps.accepts(traits(problems.FamilySpec.parse(family_spec)))
+    fam_name, params = parse_family(family_spec)  # commits before the one capability filter
+    family = problems.families()[fam_name]
+    structure = family.structure(params)
+    if not getattr(caps, family.problem_class(params)):
+        return "problem class"
+    return "structure" if caps.structures is not None and structure not in caps.structures else None
+
+
 def configs(family_spec: str) -> list[str]:
     """Plausible ``solver/dtype/device`` configs for ``family_spec`` (see module docstring)."""
-    fam_name, params = parse_family(family_spec)
-    family = problems.families()[fam_name]
-    pclass = family.problem_class(params)
-    structure = family.structure(params)
     out = []
     for name, cls in sorted(_adapter_classes().items()):
         if cls is None:
             out.append(f"{name}/float64/cpu")  # shown, then skipped with the reason it is missing
             continue
-        caps = cls.CAPABILITIES
-        if not getattr(caps, pclass) or (caps.structures is not None and structure not in caps.structures):
+        if _refusal(cls, family_spec):
             continue
+        caps = cls.CAPABILITIES
         out += [f"{name}/{dt}/{dev}" for dt in DTYPES if dt in caps.dtypes for dev in DEVICES if dev in caps.devices]
     return out
 
@@ -81,22 +93,35 @@ def cell_for(family_spec: str, config: str, n: int, seed: int = 0, repeats: int 
 
 @dataclass
 class PreparedCell:
-    """A cell whose batch is generated, cast, placed and (for JAX adapters) compiled."""
+    """A cell whose batch is generated, cast, placed and (for JAX adapters) compiled:
+    ``ready`` is the one timed-solve routine's prepared solve (``solvers.timing``)."""
 
     cell: Cell
     batch: problems.ProblemBatch
-    adapter: solvers.Adapter
-    prepared: Any
+    ready: Any
 
     def run(self):
         """One timed solve of the whole batch; blocks until JAX results are ready."""
-        raw = self.adapter.run(self.prepared)
-        jax = sys.modules.get("jax")  # loaded by any JAX adapter; numpy results pass through
-        return jax.block_until_ready(raw) if jax is not None else raw
+        return self.ready.run()
 
     def solution(self):
         """The batch solution of one run (``BatchSolution``)."""
-        finish = getattr(self.adapter, "finish", None) or self.adapter.collect  # older commits: collect only
+        return self.ready.solution()
+
+
+class _LegacyPrepared:
+    """``PreparedSolve`` for commits before ``solvers.timing`` (asv measures old commits)."""
+
+    def __init__(self, adapter, problem):
+        self.adapter, self.prepared = adapter, adapter.prepare(problem)
+
+    def run(self):
+        raw = self.adapter.run(self.prepared)
+        jax = sys.modules.get("jax")
+        return jax.block_until_ready(raw) if jax is not None else raw
+
+    def solution(self):
+        finish = getattr(self.adapter, "finish", None) or self.adapter.collect
         return finish(self.run(), self.prepared)
 
 
@@ -109,12 +134,17 @@ def prepared_cell(family_spec: str, config: str, n: int, seed: int = 0) -> Prepa
 
     cell = cell_for(family_spec, config, n, seed)
     batch = batch_for(cell)
-    name, settings = cell.adapter_settings()
-    adapter = solvers.get(name, **settings)
     problem = check_standard_form(*batch.arrays(), **batch.extra(), batched=True)
-    ready = PreparedCell(cell, batch, adapter, adapter.prepare(problem))
-    ready.run()  # JIT compile and warm-up, untimed
-    return ready
+    try:
+        from solvers.timing import PreparedSolve
+
+        ready = PreparedSolve(cell.adapter_spec.build(), problem)
+    except ImportError:  # an older commit
+        name, settings = cell.adapter_settings()
+        ready = _LegacyPrepared(solvers.get(name, **settings), problem)
+    prepared = PreparedCell(cell, batch, ready)
+    prepared.run()  # JIT compile and warm-up, untimed
+    return prepared
 
 
 def outcome_counts(family_spec: str, n: int = ASV_N, seed: int = 0, timeout: float = 120.0) -> dict[str, dict[str, Any]]:
@@ -129,7 +159,6 @@ def outcome_counts(family_spec: str, n: int = ASV_N, seed: int = 0, timeout: flo
     import pandas as pd
 
     from bench.runner import run_cells
-    from bench.verify import OUTCOMES
 
     cells, skipped = {}, {}
     for config in configs(family_spec):
@@ -144,9 +173,24 @@ def outcome_counts(family_spec: str, n: int = ASV_N, seed: int = 0, timeout: flo
             rows = result.rows
             if rows is None and result.path is not None and Path(result.path).exists():
                 rows = pd.read_parquet(result.path)
-            found = rows["outcome"].value_counts() if rows is not None else pd.Series(dtype=int)
-            counts[config] = {o: int(found.get(o, 0)) for o in OUTCOMES}
+            counts[config] = _counts(rows)
     return {"counts": counts, "skipped": skipped}
+
+
+def _counts(rows) -> dict[str, int]:
+    """Outcome counts of one cell's rows (every outcome, 0 where absent: asv tracks a fixed
+    set), through the results schema's aggregation where the commit has one."""
+    from bench.verify import OUTCOMES
+
+    if rows is None:
+        return {o: 0 for o in OUTCOMES}
+    try:
+        from bench.schema import summarize
+    except ImportError:  # an older commit
+        found = rows["outcome"].value_counts()
+        return {o: int(found.get(o, 0)) for o in OUTCOMES}
+    table = summarize(rows, ["cell_id"]).iloc[0]
+    return {o: int(table[o]) if o in table else 0 for o in OUTCOMES}
 
 
 def peakmem_configs() -> list[str]:

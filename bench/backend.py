@@ -1,0 +1,209 @@
+"""The execution backend: isolated, reusable worker processes that run cells.
+
+One ``spawn`` worker per dtype (float32 and float64 JAX never share a process), reused for
+the next cell of that dtype so that imports and JAX start-up are paid once. The parent
+waits at most ``timeout`` seconds per cell; a hang is killed, a crash is caught, a worker
+that uses no CPU for ``STALL_SECONDS`` (a wedged XLA runtime) is killed and the cell retried
+once in a fresh worker. Workers die with the parent (``PR_SET_PDEATHSIG``) and never write
+once it is gone; a worker's start-up is waited for before a cell's clock starts.
+
+``LocalPool.run(job)`` is the interface the runner uses; the Dask backend (issue 14)
+replaces this pool behind it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from .cell import solve_cell
+from .rundir import write_cell
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to SIGKILL this worker when its parent dies (``PR_SET_PDEATHSIG``), and exit
+    now if the parent is already gone; elsewhere the liveness check in ``_serve`` remains."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the getppid checks still hold
+        pass
+    if os.getppid() != parent_pid:
+        os._exit(0)
+
+
+def _serve(conn, parent_pid: int) -> None:
+    """Worker loop: say ``"ready"``, then receive a job, run its cell with C-level
+    stdout/stderr in the cell's log file, write the cell's parquet, answer ``"ok"``; stop on
+    ``None``. The worker dies with its parent and never writes once the parent is gone."""
+    _die_with_parent(parent_pid)
+    conn.send("ready")
+    while True:
+        job = conn.recv()
+        if job is None:
+            return
+        cell, env, run_id, out, log, cache, batches = job
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+        try:
+            rows = solve_cell(cell, env, run_id, Path(cache) if cache else None, Path(batches))
+            if os.getppid() != parent_pid:
+                os._exit(0)  # orphaned: the run is over, nothing may be written
+            write_cell(rows, Path(out))
+            answer = "ok"
+        except Exception:  # the parent records it as a crashed cell with the log tail
+            traceback.print_exc()
+            answer = "error"
+        sys.stdout.flush()
+        sys.stderr.flush()
+        conn.send(answer)
+
+
+#: XLA flag given to worker processes: XLA's multi-threaded Eigen pool on CPU intermittently
+#: wedges (every thread idle, ``block_until_ready`` never returns) on large vmapped while
+#: loops; we saw it twice on linrax-hold exit batches. Single-threaded Eigen avoids it and
+#: cost no measurable time on these problems. A user's own XLA_FLAGS setting of it wins.
+WORKER_XLA_FLAG = "--xla_cpu_multi_thread_eigen=false"
+#: a worker that uses no CPU for this long while it holds a job is wedged (seen with XLA on
+#: CPU: every thread waits, ``block_until_ready`` never returns); it is killed and the cell
+#: retried once in a fresh worker. ``STALL_POLL``: seconds between checks.
+STALL_SECONDS = 30.0
+STALL_POLL = 2.0
+#: how long a new worker may take to start (spawn and imports), outside any cell's timeout
+STARTUP_SECONDS = 300.0
+
+
+def worker_xla_flags(current: str | None) -> str:
+    """XLA_FLAGS for a worker: the user's, plus ``WORKER_XLA_FLAG`` unless they set it."""
+    current = current or ""
+    if "xla_cpu_multi_thread_eigen" in current:
+        return current
+    return f"{current} {WORKER_XLA_FLAG}".strip()
+
+
+class _Worker:
+    """One reusable worker process (see module docstring); ``run`` returns (state, reason)."""
+
+    def __init__(self, ctx) -> None:
+        self.conn, child = ctx.Pipe()
+        self.ready = False
+        self.proc = ctx.Process(target=_serve, args=(child, os.getpid()), daemon=True)
+        saved = os.environ.get("XLA_FLAGS")
+        os.environ["XLA_FLAGS"] = worker_xla_flags(saved)  # inherited by the spawned worker
+        try:
+            self.proc.start()
+        finally:
+            if saved is None:
+                os.environ.pop("XLA_FLAGS", None)
+            else:
+                os.environ["XLA_FLAGS"] = saved
+        child.close()
+
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU seconds of the worker (Linux ``/proc``), None where unknown."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def run(self, job: tuple, timeout: float, stall: float | None = None) -> tuple[str, str]:
+        """Send a job and wait for it: ``done``, ``timeout``, ``stalled`` (no CPU used for
+        ``stall`` seconds: a wedged runtime, see ``WORKER_XLA_FLAG``) or ``crashed``."""
+        stall = STALL_SECONDS if stall is None else stall
+        try:
+            if not self.ready:  # start-up (spawn, imports) is not part of any cell's time
+                if not self.conn.poll(STARTUP_SECONDS) or self.conn.recv() != "ready":
+                    self.kill()
+                    return "crashed", f"worker did not start within {STARTUP_SECONDS:g} s"
+                self.ready = True
+            self.conn.send(job)
+            started = time.monotonic()
+            last_cpu, last_change = self.cpu_seconds(), time.monotonic()
+            while not self.conn.poll(min(STALL_POLL, max(timeout - (time.monotonic() - started), 0.0))):
+                now = time.monotonic()
+                if now - started >= timeout:
+                    self.kill()
+                    return "timeout", f"cell exceeded the {timeout:g} s timeout and was killed"
+                cpu = self.cpu_seconds()
+                if cpu is None or last_cpu is None or cpu - last_cpu > 0.05:
+                    last_cpu, last_change = cpu, now
+                elif now - last_change >= stall:
+                    self.kill()
+                    return "stalled", f"worker used no CPU for {stall:g} s (wedged) and was killed"
+            answer = self.conn.recv()
+        except (EOFError, OSError, BrokenPipeError):
+            self.proc.join(5)
+            return "crashed", f"worker exited with code {self.proc.exitcode} without results"
+        return ("done", "") if answer == "ok" else ("crashed", "worker raised outside the solver")
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.is_alive()
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join()
+
+    def close(self) -> None:
+        try:
+            self.conn.send(None)
+        except (OSError, BrokenPipeError):
+            pass
+        self.proc.join(10)
+        self.kill()
+
+
+def log_tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+class LocalPool:
+    """Workers of this machine, one per dtype (see module docstring). Use as a context
+    manager; ``run(job, dtype, timeout)`` returns ``(state, reason)``."""
+
+    def __init__(self) -> None:
+        self.ctx = mp.get_context("spawn")
+        self.workers: dict[str, _Worker] = {}
+
+    def __enter__(self) -> "LocalPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def run(self, job: tuple, dtype: str, timeout: float) -> tuple[str, str]:
+        """Run ``job`` (see ``_serve``) in the worker of ``dtype``: ``done``, ``timeout``,
+        ``stalled`` (also on the retry in a fresh worker) or ``crashed``. A worker that did
+        not finish cleanly is replaced for the next job."""
+        worker = self.workers.get(dtype)
+        if worker is None or not worker.alive:
+            worker = self.workers[dtype] = _Worker(self.ctx)
+        state, reason = worker.run(job, timeout)
+        if state == "stalled":  # wedged, not slow: once more in a fresh worker
+            worker = self.workers[dtype] = _Worker(self.ctx)
+            state, reason = worker.run(job, timeout)
+            if state != "done":
+                reason = f"{reason} (also on a retry in a fresh worker)"
+        if state != "done":
+            worker.kill()  # a fresh worker takes the next cell of this dtype
+        return state, reason
+
+    def close(self) -> None:
+        for worker in self.workers.values():
+            worker.close()
+        self.workers.clear()

@@ -1,0 +1,127 @@
+"""One cell's computation, in the process that runs it: pure but for the solver's timing.
+
+``solve_cell(cell, env, run_id)``: regenerate the batch (generators are pure), load the
+cached float64 reference, time the solve (``solvers.timing.timed_solve``: prepare untimed,
+one warm-up run recorded as ``first_call_ms`` / ``compile_s``, then ``repeats`` timed runs),
+then verify and judge through the batch's kind and return one row per problem. A solver
+exception becomes ``failed`` rows carrying its type and traceback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import traceback
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import problems
+from solvers import check_standard_form
+from solvers.timing import timed_solve
+
+from .env import jax_devices
+from .grid import Cell
+from .reference import reference
+from .verify import DEFAULT_TOLERANCES, judge
+
+#: ``ms_per_256`` reports milliseconds per this many scenes.
+CASES_PER_REPORT = 256
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """What the parent learnt of one cell: ``state`` is done, failed, timeout, crashed,
+    stalled or skipped; ``rows`` the cell's rows as written (None when skipped)."""
+
+    cell: Cell
+    state: str
+    path: Path | None
+    rows: pd.DataFrame | None
+    seconds: float
+    reason: str = ""
+
+
+def batch_for(cell: Cell) -> problems.ProblemBatch:
+    """The cell's problem batch (pure function of the cell's problem fields)."""
+    return problems.generate(cell.family, cell.n, cell.seed)
+
+
+def batch_name(cell: Cell) -> str:
+    """File name of the cell's saved batch: one per distinct problem set of a run."""
+    return hashlib.sha256(repr(cell.problem_key).encode()).hexdigest()[:16]
+
+
+def base_rows(cell: Cell, batch: problems.ProblemBatch, ref: pd.DataFrame, env: dict[str, str],
+              run_id: str) -> pd.DataFrame:
+    """Identity, parameters (``meta_*``) and reference columns, one row per problem of the batch."""
+    spec = cell.adapter_spec
+    head = pd.DataFrame({
+        "run_id": run_id, "cell_id": cell.cell_id, "family": cell.family.name, "family_label": cell.family_label,
+        "kind": cell.kind, "family_params": json.dumps(cell.params, sort_keys=True), "n_scenes": cell.n,
+        "n_lps": len(batch), "seed": cell.seed, "solver": spec.name, "solver_spec": str(cell.solver),
+        "settings": json.dumps({"profile": spec.profile, **spec.settings} if spec.profile != "default"
+                               else spec.settings, sort_keys=True, default=str),
+        "dtype": cell.dtype, "device": cell.device, "lp_index": np.arange(len(batch)),
+    })
+    env_cols = pd.DataFrame({k: [v] * len(batch) for k, v in env.items()})
+    return pd.concat([head, batch.meta.add_prefix("meta_"), ref.reset_index(drop=True), env_cols], axis=1)
+
+
+def failed_rows(cell: Cell, batch: problems.ProblemBatch, ref: pd.DataFrame, env: dict[str, str],
+                run_id: str, error_type: str, error: str) -> pd.DataFrame:
+    """Rows for a cell that produced no answers: every case ``failed`` with the reason."""
+    rows = base_rows(cell, batch, ref, env, run_id)
+    return rows.assign(verdict="failed", outcome="failed", status="error", error_type=error_type,
+                       error=error[-4000:], solver_label=cell.solver.label)
+
+
+def timing_columns(times_s: np.ndarray, first_s: float, n_scenes: int, n_problems: int) -> dict[str, float]:
+    """The timing columns of a cell from its timed runs (seconds): batch median / min / IQR in
+    ms, first call in ms, ``compile_s`` (first call minus a steady call), ``ms_per_256``
+    (per 256 scenes) and ``us_per_lp`` (per problem)."""
+    ms = times_s * 1e3
+    median_ms = float(np.median(ms))
+    q75, q25 = np.percentile(ms, [75, 25])
+    return {"ms_batch_median": median_ms, "ms_batch_min": float(ms.min()), "ms_batch_iqr": float(q75 - q25),
+            "first_call_ms": first_s * 1e3, "compile_s": max(first_s - median_ms / 1e3, 0.0),
+            "ms_per_256": median_ms * CASES_PER_REPORT / n_scenes, "us_per_lp": median_ms * 1e3 / n_problems}
+
+
+def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | None = None,
+               batch_dir: Path | None = None) -> pd.DataFrame:
+    """Run one cell in this process and return its rows (solver exceptions become failed rows).
+
+    The batch is read from ``batch_dir`` when the parent saved it there, else generated.
+    """
+    name = batch_name(cell)
+    if batch_dir is not None and (batch_dir / f"{name}.json").exists():
+        batch = problems.ProblemBatch.load(batch_dir, name)
+    else:
+        batch = batch_for(cell)
+    ref = reference(batch, cache_dir=cache_dir)
+    try:
+        adapter = cell.adapter_spec.build()
+        problem = check_standard_form(*batch.arrays(), **batch.extra(), batched=True)
+        timed = timed_solve(adapter, problem, cell.repeats)
+    except Exception as exc:  # recorded, never swallowed: the rows carry type and text
+        env = {**env, "env_jax_devices": jax_devices()}
+        return failed_rows(cell, batch, ref, env, run_id, type(exc).__name__, f"{exc}\n{traceback.format_exc()}")
+    env = {**env, "env_jax_devices": jax_devices(), "env_xla_flags": os.environ.get("XLA_FLAGS", "")}
+    rows = base_rows(cell, batch, ref, env, run_id)  # (env after the solve: its import is not timed)
+    solution = timed.solution
+    checked = judge(batch, solution, ref, DEFAULT_TOLERANCES)
+    cell_cols = {
+        "solver_label": adapter.label, "profile": adapter.profile,
+        "status": [s.value for s in solution.status], "native_status": solution.native_status.astype(str),
+        "message": solution.message.astype(str), "iterations": solution.iterations,
+        "objective": solution.objective, "error_type": "", "error": "", "repeats": cell.repeats,
+        **timing_columns(timed.times_s, timed.first_s, cell.n, len(batch)),
+        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    checked = checked.drop(columns=[c for c in checked if c in rows])
+    return pd.concat([rows, checked.reset_index(drop=True), pd.DataFrame(cell_cols)], axis=1)

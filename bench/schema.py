@@ -1,0 +1,132 @@
+"""The results schema: row columns and their types, the schema version of every cell file,
+the upgrade of older files, and the one aggregation of rows into summary tables.
+
+A cell file (``<cell>.parquet``) holds one row per problem of the cell: the ``COLUMNS``
+below (identity, timing, solver answer, provenance ``env_*``), the family's ``meta_*``
+columns, and the columns of the cell's kind (``Kind.columns``: verdict, checks, reference,
+``outcome``). Its parquet metadata records ``contactbench_schema`` = ``SCHEMA_VERSION``.
+
+``summarize(rows, keys)`` is the aggregation used by the report, the dashboard, the seed-002
+tables and asv's outcome tracks: per group, ``n``, one count per outcome the kinds present
+can give, median timings, and each kind's own aggregations (``Kind.aggregations``).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from problems import get_kind
+from problems.kinds.checks import OUTCOMES
+from solvers.errors import ProblemError
+
+#: version written in every cell file's parquet metadata; bump when columns change meaning.
+SCHEMA_VERSION = 2
+#: parquet metadata key of the version.
+SCHEMA_KEY = b"contactbench_schema"
+
+#: columns every cell row has: name -> pandas dtype (``env_*`` provenance columns come on top).
+COLUMNS: dict[str, str] = {
+    "run_id": "str", "cell_id": "str", "family": "str", "family_label": "str", "kind": "str",
+    "family_params": "str", "n_scenes": "int64", "n_lps": "int64", "seed": "int64", "solver": "str",
+    "solver_spec": "str", "settings": "str", "dtype": "str", "device": "str", "lp_index": "int64",
+    "solver_label": "str", "profile": "str", "status": "str", "native_status": "str", "message": "str",
+    "iterations": "int64", "objective": "float64", "outcome": "str", "error_type": "str", "error": "str",
+    "repeats": "int64", "ms_batch_median": "float64", "ms_batch_min": "float64", "ms_batch_iqr": "float64",
+    "first_call_ms": "float64", "compile_s": "float64", "ms_per_256": "float64", "us_per_lp": "float64",
+    "timestamp": "str",
+}
+#: timing columns a summary aggregates: summary column -> (row column, aggregation).
+TIMING = {"ms_per_256": ("ms_per_256", "median"), "us_per_lp": ("us_per_lp", "median"),
+          "iqr_ms": ("ms_batch_iqr", "median"), "compile_s": ("compile_s", "median")}
+#: the report's groups, and how the report names them.
+REPORT_GROUP = ["family_label", "kind", "solver_label", "device", "dtype", "n_scenes"]
+REPORT_NAMES = {"family_label": "family", "solver_label": "solver", "n_scenes": "scenes"}
+
+
+class SchemaError(ProblemError):
+    """A cell file this version cannot read (written by a newer contactbench)."""
+
+
+def upgrade(rows: pd.DataFrame, version: int, source: str = "rows") -> pd.DataFrame:
+    """Rows of schema ``version`` as rows of ``SCHEMA_VERSION``.
+
+    Version 1 (files without the metadata key, written before this module) may lack
+    ``family_label`` and ``solver_label`` (filled from ``family`` / ``solver``) and timing
+    columns (NaN). A newer version raises ``SchemaError`` naming ``source``."""
+    if version > SCHEMA_VERSION:
+        raise SchemaError(f"{source}: written with results schema {version}; this contactbench reads schema "
+                          f"<= {SCHEMA_VERSION}. Upgrade contactbench to read it.")
+    if version < SCHEMA_VERSION:
+        rows = rows.copy()
+        if "family_label" not in rows:
+            rows["family_label"] = rows["family"]
+        if "solver_label" not in rows:
+            rows["solver_label"] = rows["solver"]
+        for column, (source_column, _how) in TIMING.items():
+            if source_column not in rows:
+                rows[source_column] = float("nan")
+    return rows
+
+
+def version_of(metadata: dict | None) -> int:
+    """The schema version recorded in parquet ``metadata`` (1 when absent: older files)."""
+    raw = (metadata or {}).get(SCHEMA_KEY)
+    try:
+        return int(raw) if raw is not None else 1
+    except ValueError:
+        raise SchemaError(f"results schema: unreadable version {raw!r}") from None
+
+
+def _kind_or_none(name: str):
+    try:
+        return get_kind(name)
+    except ProblemError:  # a kind registered by a plug-in this process has not loaded
+        return None
+
+
+def outcome_columns(kinds: list[str]) -> list[str]:
+    """The outcome columns a summary of these kinds shows (every outcome for an unknown kind)."""
+    wanted = set()
+    for name in kinds:
+        kind = _kind_or_none(name)
+        wanted |= set(kind.outcomes if kind is not None else OUTCOMES)
+    return [o for o in OUTCOMES if o in wanted]
+
+
+def summarize(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """One row per group of ``keys``: ``n``, outcome counts, median timings (``TIMING``) and
+    the kinds' own aggregations (a column only where some group has a value)."""
+    missing = {column: float("nan") for column, _how in TIMING.values() if column not in rows}
+    rows = rows.assign(**missing) if missing else rows  # a run of failed cells only has no timings
+    kinds = sorted(map(str, rows["kind"].unique()))
+    counts = pd.crosstab([rows[k] for k in keys], rows["outcome"]).reindex(columns=outcome_columns(kinds),
+                                                                            fill_value=0)
+    agg = {name: pd.NamedAgg(column, how) for name, (column, how) in TIMING.items()}
+    table = rows.groupby(keys).agg(n=("outcome", "size"), **agg)
+    extra = []
+    for name in kinds:
+        kind = _kind_or_none(name)
+        aggs = {col: pd.NamedAgg(src, how) for col, (src, how) in (kind.aggregations() if kind else {}).items()
+                if src in rows}
+        if aggs:
+            extra.append(rows[rows["kind"] == name].groupby(keys).agg(**aggs))
+    out = table[["n"]].join(counts).join(table.drop(columns="n"))
+    if extra:
+        merged = pd.concat(extra).groupby(level=list(range(len(keys)))).max()
+        out = out.join(merged.dropna(axis=1, how="all"))
+    return out.reset_index()
+
+
+def rename_for_report(table: pd.DataFrame) -> pd.DataFrame:
+    """The report's column names for the group columns (``family``, ``solver``, ``scenes``)."""
+    return table.rename(columns=REPORT_NAMES)
+
+
+def check_columns(rows: pd.DataFrame) -> list[str]:
+    """What ``rows`` lacks of the schema: missing common columns and, per kind present,
+    missing kind columns (empty: conforming)."""
+    missing = [c for c in COLUMNS if c not in rows]
+    for name in sorted(map(str, rows["kind"].unique())) if "kind" in rows else []:
+        kind = _kind_or_none(name)
+        missing += [f"{name}:{c}" for c in (kind.columns if kind else {}) if c not in rows]
+    return missing

@@ -1,0 +1,135 @@
+"""The ``files`` family: bring your own problems, as a directory of ``.npz`` files.
+
+Each file holds standard-form arrays under the names of ``solvers.types``: ``c`` (required),
+``A_eq``, ``b_eq``, ``A_ub``, ``b_ub``, ``P``, ``lb``, ``cones``, ``cone_mu`` (missing rows
+are empty, a missing ``lb`` is zeros). A file holds one problem (``c`` of shape (n,)) or a
+batch (``c`` (B, n), every other array with the batch axis first, but ``cones`` (K, 3),
+shared). Every problem of a directory must have the same shapes. Files are read in name
+order (problems of a batch file in their order), so a run is reproducible; the first ``n``
+problems are taken (``seed`` is recorded, not used). ``meta`` records the file and the
+index in it.
+
+The kind says what the problems are and must match the files: ``lp`` (no ``P``, no cones),
+``qp`` (no cones) or ``socp`` (cones). A malformed file is refused with a ``ProblemError``
+naming the file and the array. The default ``path`` is the small example directory shipped
+with contactbench (``problems/data/files-example/<kind>``, written by
+``python -m problems.files_example``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+
+from solvers.errors import ProblemError
+from solvers.types import check_standard_form
+
+from .family import Family, Param
+
+#: the example problems shipped with the package, one folder per kind.
+EXAMPLE_DIR = Path(__file__).resolve().parent / "data" / "files-example"
+ARRAYS = ("c", "A_eq", "b_eq", "A_ub", "b_ub", "P", "lb", "cones", "cone_mu")
+
+
+def _read(file: Path) -> list[dict[str, np.ndarray]]:
+    """The problems of one file as dicts of unbatched arrays (one-problem file: a list of one
+    dict whose ``c`` is (n,); a batch file: one dict per problem, with key ``_index``)."""
+    try:
+        with np.load(file, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    except Exception as exc:  # not an npz, truncated, pickled objects
+        raise ProblemError(f"{file}: not a readable .npz of arrays ({type(exc).__name__}: {exc})") from None
+    unknown = sorted(set(arrays) - set(ARRAYS))
+    if unknown:
+        raise ProblemError(f"{file}: unknown arrays {unknown}; expected names among {list(ARRAYS)}")
+    if "c" not in arrays:
+        raise ProblemError(f"{file}: array 'c' is missing (every problem needs a cost vector)")
+    c = arrays["c"]
+    if c.ndim not in (1, 2):
+        raise ProblemError(f"{file}: array 'c' must have shape (n,) or (B, n), got {c.shape}")
+    if c.ndim == 1:
+        return [arrays]
+    problems = []
+    for i in range(c.shape[0]):
+        one = {}
+        for name, arr in arrays.items():
+            if name == "cones":
+                one[name] = arr
+            elif arr.ndim == 0 or arr.shape[0] != c.shape[0]:
+                raise ProblemError(f"{file}: array {name!r} has shape {arr.shape}; a batch file needs the batch "
+                                   f"axis ({c.shape[0]}) first")
+            else:
+                one[name] = arr[i]
+        problems.append({**one, "_index": i})
+    return problems
+
+
+def _problem(file: Path, index: int, arrays: dict[str, np.ndarray], kind: str) -> SimpleNamespace:
+    """One validated problem (``check_standard_form``), its errors prefixed with the file."""
+    n = arrays["c"].shape[-1]
+    get = lambda name, shape: arrays.get(name, np.zeros(shape))  # noqa: E731
+    where = f"{file.name}" + (f"[{index}]" if index >= 0 else "")
+    if kind == "lp" and "P" in arrays:
+        raise ProblemError(f"{where}: array 'P' is present, but kind 'lp' takes no P (use kind=qp)")
+    if kind != "socp" and "cones" in arrays:
+        raise ProblemError(f"{where}: array 'cones' is present; use kind=socp for problems with cones")
+    if kind == "socp" and "cones" not in arrays:
+        raise ProblemError(f"{where}: array 'cones' is missing; kind 'socp' needs cones (K, 3) and cone_mu (K,)")
+    try:
+        std = check_standard_form(arrays["c"], get("A_eq", (0, n)), get("b_eq", (0,)), get("A_ub", (0, n)),
+                                  get("b_ub", (0,)), arrays.get("P"), lb=arrays.get("lb"),
+                                  cones=arrays.get("cones"), cone_mu=arrays.get("cone_mu"))
+    except ProblemError as exc:
+        raise ProblemError(f"{where}: {exc}") from None
+    return SimpleNamespace(c=std.c, A_eq=std.A_eq, b_eq=std.b_eq, A_ub=std.A_ub, b_ub=std.b_ub,
+                           P=std.P if std.P is not None else None, lb=std.lb,
+                           cones=std.cones if std.n_cones else None, cone_mu=std.cone_mu if std.n_cones else None)
+
+
+def sample(n: int, seed: int, *, path: str | None = None, kind: str = "lp"):
+    """The first ``n`` problems of the directory ``path`` (see module docstring) and their
+    meta rows (``file``, ``index``: -1 for a one-problem file), checked against ``kind``."""
+    folder = Path(path) if path is not None else EXAMPLE_DIR / kind
+    if not folder.is_dir():
+        raise ProblemError(f"path: expected a directory of .npz problems, got {str(folder)!r}")
+    files = sorted(folder.glob("*.npz"))
+    if not files:
+        raise ProblemError(f"path: {str(folder)!r} holds no .npz files")
+    items, meta, shapes, first = [], [], None, ""
+    for file in files:
+        batch = _read(file)
+        for i, arrays in enumerate(batch):
+            index = int(arrays.pop("_index", -1))
+            problem = _problem(file, index, arrays, kind)
+            shape = {k: np.shape(getattr(problem, k)) for k in ARRAYS if getattr(problem, k) is not None}
+            if shapes is None:
+                shapes, first = shape, file.name
+            elif shape != shapes:
+                bad = next(k for k in sorted(set(shape) | set(shapes)) if shape.get(k) != shapes.get(k))
+                raise ProblemError(f"{file.name}: array {bad!r} has shape {shape.get(bad)}, but {first} has "
+                                   f"{shapes.get(bad)}; every problem of a directory must have the same shapes")
+            items.append(problem)
+            meta.append({"file": file.name, "index": index})
+            if len(items) == n:
+                return items, pd.DataFrame(meta)
+    raise ProblemError(f"n: {str(folder)!r} holds {len(items)} problems, fewer than the {n} asked for")
+
+
+class FilesFamily(Family):
+    """``files``: the reader is told the kind, and checks the files against it."""
+
+    def items(self, n: int, seed: int, params: dict):
+        return self.sample(n, seed, path=params.get("path"), kind=params.get("kind", self.default_kind))
+
+
+FAMILY = FilesFamily(
+    "files",
+    "your own standard-form problems: a directory of .npz files (one problem or one batch each), "
+    "array names as in solvers.types; default: the shipped example folder for the kind",
+    sample, (), kinds=("lp", "qp", "socp"),
+    params=(Param("path", "directory or None", None,
+                  "folder of .npz problems; None: problems/data/files-example/<kind>"),),
+)

@@ -1,0 +1,189 @@
+"""The ``Kind`` base class and the kind registry.
+
+A kind is what a batch of problems *is* and what a right answer to it is. It owns, in
+one place:
+
+* its payload: the per-case arrays beyond the standard form that its verifier reads
+  (``payload``), and how a batch of it is built from a family's items (``build``);
+* its float64 reference (``reference_solver``, ``solve_reference``, ``reference_rows``);
+* its verification and outcome rules (``verify``, ``judge``);
+* its result columns (``columns``: name -> pandas dtype);
+* its aggregation into report columns (``aggregations``) and any report section of its
+  own (``report_sections``).
+
+The runner, the reference cache, the report and the dashboard call these and hold no
+branch on a kind's name, so a new kind is one new module: a module of this package that
+defines ``KIND`` is registered when the registry is first read, and a plug-in (a family
+package, a test) calls ``register_kind``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from solvers.errors import ProblemError
+
+from .checks import DEFAULT_TOLERANCES, Tolerances
+
+if TYPE_CHECKING:
+    from solvers import BatchSolution
+
+    from ..batch import ProblemBatch
+
+
+class Kind:
+    """Base class of every problem kind (see module docstring). Instances are stateless."""
+
+    #: the name families and specs use (``planar-box[kind=NAME]``).
+    name: ClassVar[str] = ""
+    #: one line for ``contactbench list``.
+    description: ClassVar[str] = ""
+    #: what a solver must handle: ``lp``, ``qp`` or ``socp`` (``Capabilities.accepts``).
+    problem_class: ClassVar[str] = "lp"
+    #: per-case arrays (batch axis first) the verifier reads beyond the standard form.
+    payload: ClassVar[tuple[str, ...]] = ()
+    #: the outcomes this kind's ``judge`` gives (a subset of ``checks.OUTCOMES``, in order).
+    outcomes: ClassVar[tuple[str, ...]] = ("correct", "false_accept", "false_reject", "uncertain", "failed")
+    #: ``(adapter class, pip distribution, profile)`` of the float64 reference, or None
+    #: when the kind computes its reference itself (override ``solve_reference``).
+    reference_solver: ClassVar[tuple | None] = None
+    #: result columns the kind adds to every row (verifier's, reference's, judge's): name -> dtype.
+    columns: ClassVar[dict[str, str]] = {}
+
+    # ------------------------------------------------------------------ build
+    def build(self, family: str, items: list, meta: pd.DataFrame, params: dict[str, Any],
+              **options: Any) -> "ProblemBatch":
+        """A ``ProblemBatch`` of this kind from a family's same-shape ``items`` and their
+        ``meta`` rows (one per item); ``params`` is recorded in the batch."""
+        raise NotImplementedError(f"kind {self.name!r} does not build batches")
+
+    def structure(self, axes: tuple[str, ...]) -> str | None:
+        """The problem structure a batch of this kind has (``Capabilities.structures``), given
+        the family's wrench axes; None for a general standard-form problem."""
+        return None
+
+    # -------------------------------------------------------------- reference
+    def reference_identity(self) -> dict[str, str]:
+        """Which solver, at which version and with which options, computes the reference
+        (part of the reference cache's key)."""
+        if self.reference_solver is None:
+            return {"solver": f"{type(self).__module__}.{type(self).__qualname__}", "package": "", "version": "",
+                    "profile": "", "options": "{}"}
+        cls, dist, profile = self.reference_solver
+        try:
+            dist_version = version(dist)
+        except PackageNotFoundError:
+            dist_version = "unknown"
+        return {"solver": f"{cls.__module__}.{cls.__qualname__}", "package": dist, "version": dist_version,
+                "profile": profile, "options": json.dumps(cls(profile).native_options(), sort_keys=True, default=str)}
+
+    def solve_reference(self, batch: "ProblemBatch") -> "BatchSolution":
+        """The reference's raw float64 answers for ``batch`` (built-in code path)."""
+        if self.reference_solver is None:
+            raise NotImplementedError(f"kind {self.name!r} names no reference_solver and computes none")
+        cls, _dist, profile = self.reference_solver
+        return cls(profile).solve_batch(*batch.arrays(), **batch.extra())
+
+    def reference_rows(self, batch: "ProblemBatch", solution: "BatchSolution",
+                       tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
+        """One row per case from the reference's answers; must hold ``ref_verdict`` (the
+        verifier's verdict of the reference's own answer), which the cache re-checks, and
+        ``truth`` where the kind has one."""
+        raise NotImplementedError
+
+    # ----------------------------------------------------------- verification
+    def verify(self, batch: "ProblemBatch", solution: "BatchSolution",
+               tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
+        """One row per case: ``verdict`` and the checks behind it, from the answer alone
+        (no solver flag decides a verdict)."""
+        raise NotImplementedError
+
+    def judge(self, checked: pd.DataFrame, ref: pd.DataFrame, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
+        """``outcome`` per case (one of ``outcomes``) from ``verify``'s rows and the
+        reference rows, plus any column comparing the two."""
+        raise NotImplementedError
+
+    def result_rows(self, batch: "ProblemBatch", solution: "BatchSolution", ref: pd.DataFrame,
+                    tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
+        """``verify`` then ``judge``: the columns a cell adds per case (``outcome`` included),
+        plus ``extra_<key>`` for every per-case extra the adapter returned."""
+        checked = self.verify(batch, solution, tol).reset_index(drop=True)
+        judged = self.judge(checked, ref.reset_index(drop=True), tol).reset_index(drop=True)
+        out = pd.concat([checked.drop(columns=[c for c in judged if c in checked]), judged], axis=1)
+        for key, values in solution.extras.items():  # e.g. altproj's max_utilization, exact-planar's margin
+            values = np.asarray(values, dtype=float)
+            if values.shape == (len(out),):
+                out[f"extra_{key}"] = values
+        return out
+
+    # ------------------------------------------------------------ aggregation
+    def aggregations(self) -> dict[str, tuple[str, str]]:
+        """Report columns this kind adds to a summary: ``{summary column: (row column, pandas
+        aggregation)}``, e.g. ``{"max_rel_gap": ("rel_gap", "max")}``."""
+        return {}
+
+    def report_sections(self, rows: pd.DataFrame, group: list[str]) -> list[tuple[str, str, pd.DataFrame]]:
+        """Extra report tables built from this kind's rows, one row per ``group``:
+        ``(title, csv file stem, table)``."""
+        return []
+
+    def __repr__(self) -> str:
+        return f"<kind {self.name}>"
+
+
+# The kind registry (with the solver and family registries, the only global state).
+_KINDS: dict[str, Kind] = {}
+_LOADED = False
+
+
+def register_kind(kind: Kind) -> Kind:
+    """Add a kind instance to the registry; its name must be new (re-registering the same
+    class is a no-op)."""
+    if not isinstance(kind, Kind) or not kind.name:
+        raise ProblemError(f"kind: expected a Kind instance with a name, got {kind!r}")
+    _load()  # the built-in kinds first: a plug-in cannot take their names
+    taken = _KINDS.get(kind.name)
+    if taken is not None and type(taken) is not type(kind):
+        raise ProblemError(f"kind: {kind.name!r} is already registered by {type(taken).__module__}")
+    _KINDS.setdefault(kind.name, kind)
+    return _KINDS[kind.name]
+
+
+def _load() -> None:
+    """Register the ``KIND`` of every module of this package (once)."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    package = __name__.rsplit(".", 1)[0]
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        if info.name.startswith("_") or info.name in ("base", "checks"):
+            continue
+        module = importlib.import_module(f"{package}.{info.name}")
+        if isinstance(getattr(module, "KIND", None), Kind):
+            register_kind(module.KIND)
+
+
+def kinds() -> dict[str, Kind]:
+    """Every registered kind by name."""
+    _load()
+    return dict(_KINDS)
+
+
+def get_kind(name: str) -> Kind:
+    """The registered kind ``name``; ``ProblemError`` naming the known ones otherwise."""
+    _load()
+    if name not in _KINDS:  # a family plug-in may register it when it loads
+        from ..family import families
+
+        families()
+    if name not in _KINDS:
+        raise ProblemError(f"kind: expected one of {sorted(_KINDS)}, got {name!r}")
+    return _KINDS[name]

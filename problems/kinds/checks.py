@@ -1,0 +1,128 @@
+"""What every kind's verifier shares: the tolerances, the one certificate rule, the
+standard-form Farkas check, and the outcome names.
+
+Units follow the problems: hold-test wrenches are in m*g (forces) and m*g*l (torques);
+standard-form residuals are relative to ``1 + max |b|``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+#: every outcome a kind may give, in report order (a kind declares the ones it uses).
+OUTCOMES = ("correct", "suboptimal", "false_accept", "false_reject", "uncertain", "failed")
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """Named verification tolerances (units: m*g and m*g*l, like the wrenches).
+
+    residual : max |W lam - need| (and limit excess) for a witness or an exit.
+    negative : how far below 0 a weight may be.
+    certificate : slack on W^T y <= 0, and the least need @ y for a certificate
+        (y scaled to unit max-norm).
+    reference_delta : the float64 reference calls a case unsupported when its LP-1
+        optimum delta exceeds this.
+    ambiguous_delta : reference cases with ``reference_delta < delta <= ambiguous_delta`` are
+        ``ambiguous``: unsupported, but by less than the witness tolerance, so a witness
+        within ``residual`` exists (HiGHS' own answer passes the check). On them a
+        ``supported`` verdict is not counted as a false accept (default: ``residual``).
+    exit_abs, exit_rel : an exit agrees with the reference within
+        ``exit_abs + exit_rel * t_ref``.
+    qp_residual : QP/SOCP primal residual allowed, relative to ``1 + max(|b_eq|, |b_ub|)``.
+    qp_gap : QP/SOCP objective gap to the reference allowed, relative to ``1 + |f_ref|``.
+    """
+
+    residual: float = 1e-5
+    negative: float = 1e-5
+    certificate: float = 1e-5
+    reference_delta: float = 1e-9
+    ambiguous_delta: float = 1e-5
+    exit_abs: float = 1e-4
+    exit_rel: float = 1e-4
+    qp_residual: float = 1e-5
+    qp_gap: float = 1e-4
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+DEFAULT_TOLERANCES = Tolerances()
+
+
+def finite_rows(a: np.ndarray) -> np.ndarray:
+    """(B,) True where every entry of case ``a[i]`` is finite (a (B, 0) array: all True)."""
+    return np.all(np.isfinite(a.reshape(a.shape[0], -1)), axis=1) if a.size else np.ones(a.shape[0], bool)
+
+
+def certificate_passes(gap: np.ndarray, value: np.ndarray, tol: Tolerances) -> np.ndarray:
+    """The one acceptance rule of every Farkas certificate (LP-1, exits, QPs, SOCPs), with the
+    duals scaled to unit max-norm: ``value > tol.certificate`` and
+    ``gap <= tol.certificate * max(1, value)``.
+
+    A violation ``gap`` of the sign conditions adds at most ``gap * |x|_1`` to the bound,
+    so the certificate proves that no ``x`` with ``|x|_1 < value / gap`` is feasible: at
+    least ``1 / tol.certificate`` (1e5, in m*g) for a strong certificate (``value >= 1``),
+    ``value / tol.certificate`` for a weak one (the absolute rule of LP-1)."""
+    with np.errstate(invalid="ignore"):
+        return (value > tol.certificate) & (gap <= tol.certificate * np.maximum(1.0, value))
+
+
+def farkas_check(A_eq: np.ndarray, b_eq: np.ndarray, A_ub: np.ndarray, b_ub: np.ndarray,
+                 lb: np.ndarray | None, cones: np.ndarray | None, cone_mu: np.ndarray | None,
+                 y_eq: np.ndarray, y_ub: np.ndarray, tol: Tolerances) -> pd.DataFrame:
+    """Float64 check that ``(y_eq, y_ub)`` proves a standard-form problem infeasible.
+
+    Shapes: ``A_eq`` (B, m_eq, n), ``b_eq`` (B, m_eq), ``A_ub`` (B, m_ub, n), ``b_ub``
+    (B, m_ub), ``lb`` (B, n) or None (zeros), ``cones`` (K, 3) indices ``(n, t1, t2)``
+    and ``cone_mu`` (B, K) or None; duals ``y_eq`` (B, m_eq), ``y_ub`` (B, m_ub) in the
+    project's sign convention (a certificate has ``y_ub <= 0``).
+
+    With ``y`` scaled to unit max-norm and ``g = A_eq^T y_eq + A_ub^T y_ub``, every
+    feasible ``x`` has ``g @ x >= b @ y``. ``g`` is split into a bound part ``g_b`` and a
+    cone part ``g_k`` with ``-g_k`` in the dual cone ``{(a, b): a >= mu |b|}`` (so
+    ``g_k @ x <= 0`` on the cone): ``g_b = 0`` on free and tangential variables, ``<= 0``
+    on bounded ones, and on a cone's normal ``g_b = min(g_n + mu |g_t|, 0)`` where its
+    bound is finite and ``>= 0``. Then ``g @ x <= lb @ g_b``, so ``b @ y - lb @ g_b > 0``
+    is a contradiction. Columns: ``cert_gap`` (the largest violation of the sign
+    conditions), ``cert_value`` (``b @ y - lb @ g_b``), ``certificate_ok``
+    (``certificate_passes``). Cone index triples must be
+    disjoint (``check_standard_form`` enforces it), else the split is not sound.
+    """
+    B, n = A_eq.shape[0], A_eq.shape[2]
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        y = np.concatenate([y_eq, y_ub], axis=1)
+        scale = np.max(np.abs(y), axis=1, initial=0.0)
+        ye, yu = y_eq / scale[:, None], y_ub / scale[:, None]
+        g = np.einsum("bmn,bm->bn", A_eq, ye) + np.einsum("bmn,bm->bn", A_ub, yu)
+        lb_ = np.zeros((B, n)) if lb is None else lb
+        free = ~np.isfinite(lb_)
+        lb0 = np.where(free, 0.0, lb_)
+        in_cone = np.zeros(n, bool)
+        gap_parts = [np.max(yu, axis=1, initial=-np.inf)]
+        g_b = np.where(free, 0.0, g)
+        if cones is not None and len(cones):
+            idx = np.asarray(cones)
+            mu = np.broadcast_to(np.asarray(cone_mu, float), (B, len(idx)))
+            in_cone[idx.ravel()] = True
+            g_n, g_t = g[:, idx[:, 0]], np.hypot(g[:, idx[:, 1]], g[:, idx[:, 2]])
+            residual = g_n + mu * g_t  # <= 0: -g on this cone lies in its dual cone
+            gap_parts.append(np.max(residual, axis=1))
+            normal_lb = lb_[:, idx[:, 0]]
+            use = np.isfinite(normal_lb) & (normal_lb >= 0)
+            g_b[:, idx[:, 1]] = 0.0
+            g_b[:, idx[:, 2]] = 0.0
+            g_b[:, idx[:, 0]] = np.where(use, np.minimum(residual, 0.0), 0.0)
+        plain = ~in_cone[None, :]
+        gap_parts.append(np.max(np.where(plain & free, np.abs(g), np.where(plain, g, -np.inf)), axis=1,
+                                initial=-np.inf))
+        gap = np.maximum.reduce(gap_parts)
+        value = (np.einsum("bm,bm->b", b_eq, ye) + np.einsum("bm,bm->b", b_ub, yu)
+                 - np.sum(lb0 * g_b, axis=1))
+    ok = (scale > 0) & certificate_passes(gap, value, tol)
+    ok &= finite_rows(y_eq) & finite_rows(y_ub) & ~np.isnan(gap) & np.isfinite(value)
+    return pd.DataFrame({"cert_gap": gap, "cert_value": value, "certificate_ok": ok})
+

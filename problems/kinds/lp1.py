@@ -1,0 +1,151 @@
+"""Kind ``lp1``: one LP-1 hold test per scene (seed 002), ``x = [lam, s+, s-]``.
+
+LP-1 is ``min 1 @ (s+ + s-)`` s.t. ``W lam + s+ - s- = need``, ``B lam <= fmax``, all
+``>= 0``: its optimum ``delta`` is the l1 distance from ``need`` to what the contacts can
+supply (0: supported). A case's ``verdict`` is
+
+* ``supported`` only with a witness: ``lam >= -negative``, ``|W lam - need|_inf <= residual``
+  and (with limits) ``B lam <= fmax + residual``;
+* ``unsupported`` only with a Farkas certificate from the duals ``(y, v) = (y_eq, y_ub)``
+  scaled to unit max-norm: ``W^T y + B^T v <= gap``, ``v <= gap`` and
+  ``need @ y + fmax @ v = value`` with ``certificate_passes(gap, value)`` (then no
+  ``lam >= 0`` can satisfy the test);
+* ``uncertain`` when neither passes (or both do), ``failed`` when neither passes and the
+  answer is not finite.
+
+Reference: HiGHS' ``delta``; ``truth`` is ``supported`` when ``delta <= reference_delta``;
+cases unsupported by less than the witness tolerance are ``ambiguous`` (a ``supported``
+verdict there is correct). Outcomes: ``correct`` (verdict = truth), ``false_accept``
+(supported, truth unsupported: unsafe), ``false_reject``, ``uncertain``, ``failed``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..hold import lp1
+from .checks import DEFAULT_TOLERANCES, Tolerances, certificate_passes, finite_rows
+from ._hold import WITNESS_COLUMNS, HoldKind, witness_check
+
+VERDICTS = ("supported", "unsupported", "uncertain", "failed")
+
+
+def certificate_check(batch, y: np.ndarray, v: np.ndarray, tol: Tolerances) -> pd.DataFrame:
+    """Farkas check of LP-1 duals ``y`` (B, d) and ``v`` (B, L) (see module docstring).
+
+    Returns ``cert_gap`` (max of ``W^T y + B^T v`` and of ``v``, scaled), ``cert_value``
+    (``need @ y + fmax @ v``, scaled) and ``certificate_ok``.
+    """
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        scale = np.max(np.abs(np.concatenate([y, v], axis=1)), axis=1)
+        ys, vs = y / scale[:, None], v / scale[:, None]
+        gap = np.max(np.einsum("bdk,bd->bk", batch.W, ys) + np.einsum("blk,bl->bk", batch.limit_B, vs), axis=1)
+        if v.shape[1]:
+            gap = np.maximum(gap, np.max(vs, axis=1))
+        value = np.einsum("bd,bd->b", batch.need, ys) + np.einsum("bl,bl->b", batch.limit_fmax, vs)
+    ok = (scale > 0) & certificate_passes(gap, value, tol)
+    ok &= finite_rows(y) & finite_rows(v)
+    return pd.DataFrame({"cert_gap": gap, "cert_value": value, "certificate_ok": ok})
+
+
+def verify_lp1(batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
+    """Per-case verdicts for an LP-1 batch (one row per case, in batch order)."""
+    if batch.kind != "lp1":
+        raise ValueError(f"batch.kind: expected 'lp1', got {batch.kind!r}")
+    k = batch.W.shape[2]
+    wit = witness_check(batch, solution.x[:, :k], None, tol)
+    L = batch.limit_B.shape[1]
+    cert = certificate_check(batch, solution.y_eq, solution.y_ub[:, :L], tol)
+    finite = finite_rows(solution.x) & finite_rows(solution.y_eq) & finite_rows(solution.y_ub)
+    verdict = np.where(wit["witness_ok"] & ~cert["certificate_ok"], "supported",
+                       np.where(cert["certificate_ok"] & ~wit["witness_ok"], "unsupported",
+                                np.where(finite, "uncertain", "failed")))
+    with np.errstate(invalid="ignore"):
+        delta = np.einsum("bn,bn->b", batch.c, solution.x)
+    return pd.concat([pd.DataFrame({"verdict": verdict, "delta": delta}), wit, cert], axis=1)
+
+
+def lp1_outcomes(verdict, truth, ambiguous=None) -> np.ndarray:
+    """Outcome per case from the verdict and the reference's truth (supported/unsupported).
+
+    ``ambiguous`` (reference rows' column): unsupported by less than the witness tolerance;
+    there ``supported`` counts as correct (see ``Tolerances.ambiguous_delta``).
+    """
+    v, t = np.asarray(verdict), np.asarray(truth)
+    amb = np.zeros(len(v), bool) if ambiguous is None else np.asarray(ambiguous, dtype=bool)
+    return np.select(
+        [v == "failed", v == "uncertain", v == t, amb & (v == "supported"), (v == "supported") & (t == "unsupported")],
+        ["failed", "uncertain", "correct", "correct", "false_accept"], default="false_reject",
+    )
+
+
+def _worst(verdicts: pd.Series) -> str:
+    """The robust verdict over a case's corners: unsupported if any is, supported if all are."""
+    values = set(verdicts)
+    if "unsupported" in values:
+        return "unsupported"
+    if values == {"supported"}:
+        return "supported"
+    return "failed" if "failed" in values else "uncertain"
+
+
+class Lp1Kind(HoldKind):
+    """LP-1 hold tests (see module docstring)."""
+
+    name = "lp1"
+    description = "hold test: can the contacts supply the needed wrench? (LP-1: l1 distance to the wrench cone)"
+    columns = {"verdict": "str", "delta": "float64", **WITNESS_COLUMNS, "cert_gap": "float64",
+               "cert_value": "float64", "certificate_ok": "bool", "ref_delta": "float64", "truth": "str",
+               "ref_verdict": "str", "ambiguous": "bool", "outcome": "str"}
+
+    def expand(self, scenes, meta, axes, cap):
+        n = len(scenes)
+        return ([lp1(s) for s in scenes], list(range(n)), np.zeros((n, scenes[0].d)),
+                meta.assign(scene_index=np.arange(n)))
+
+    def reference_rows(self, batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
+        checked = verify_lp1(batch, solution, tol)
+        delta = solution.objective
+        truth = np.where(delta <= tol.reference_delta, "supported", "unsupported")
+        ambiguous = (delta > tol.reference_delta) & (delta <= tol.ambiguous_delta)
+        return pd.DataFrame({"ref_delta": delta, "truth": truth, "ref_verdict": checked["verdict"],
+                             "ambiguous": ambiguous})
+
+    def verify(self, batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
+        return verify_lp1(batch, solution, tol)
+
+    def judge(self, checked, ref, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
+        return pd.DataFrame({"outcome": lp1_outcomes(checked["verdict"], ref["truth"], ref.get("ambiguous"))})
+
+    def report_sections(self, rows: pd.DataFrame, group: list[str]) -> list[tuple[str, str, pd.DataFrame]]:
+        """Robust hold tests: one outcome per case (pose), the worst over its corners, for
+        cells whose ``meta_need_corner`` has several values per case."""
+        table = robust_summary(rows, group)
+        return [("Robust hold tests (worst over each case's corners)", "robust", table)] if len(table) else []
+
+
+def robust_summary(rows: pd.DataFrame, group: list[str]) -> pd.DataFrame:
+    """Robust hold tests: one outcome per case (pose), the worst over its corners.
+
+    A case is supported only if every corner LP is, unsupported if any corner is
+    certified unsupported, failed if any failed, else uncertain; its truth is likewise
+    the worst of the corners' reference truths. Empty when the rows hold no robust cases.
+    ``group``: the summary's group columns (one row per group).
+    """
+    if "meta_need_corner" not in rows or "meta_case" not in rows:
+        return pd.DataFrame()
+    sub = rows[(rows["kind"] == "lp1") & rows["meta_need_corner"].notna()]
+    sub = sub[sub.groupby(["cell_id", "meta_case"])["meta_need_corner"].transform("nunique") > 1]
+    if sub.empty:
+        return pd.DataFrame()
+    cases = sub.groupby(group + ["cell_id", "meta_case"]).agg(verdict=("verdict", _worst),
+                                                              truth=("truth", _worst)).reset_index()
+    cases["outcome"] = lp1_outcomes(cases["verdict"], cases["truth"])
+    counts = pd.crosstab([cases[g] for g in group], cases["outcome"]).reindex(
+        columns=list(KIND.outcomes), fill_value=0)
+    counts.insert(0, "cases", counts.sum(axis=1))
+    return counts.reset_index()
+
+
+KIND = Lp1Kind()

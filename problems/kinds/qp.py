@@ -1,0 +1,240 @@
+"""Kind ``qp``: one convex QP per case in standard form, verified from the standard form alone.
+
+Also the base of the other standard-form kinds (``socp``: friction cones; ``lp``: plain
+LPs), which change only their problem class and reference solver.
+
+Verification (``verify_qp``): relative primal residuals (equalities, inequalities, bounds,
+cones), the KKT stationarity residual where the solver returned duals, the objective
+recomputed from ``x`` and its relative gap to the reference. A case's ``verdict`` is
+``feasible`` (the primal check passes), ``infeasible`` (the duals pass ``farkas_check``,
+cones included: the cone multipliers are reconstructed from ``A^T y``), ``uncertain`` (an
+``x`` that fails the check, or an infeasibility claim without a certificate) or ``failed``
+(no finite ``x`` and no claim). Outcomes (``qp_outcomes``): ``correct`` (feasible within
+``qp_gap`` of the reference optimum, or certified infeasible when the reference is),
+``suboptimal`` (feasible but farther from the optimum), ``false_accept`` (the solver said
+optimal but its forces violate the constraints, or the reference is infeasible: unsafe
+forces), ``false_reject`` (certified infeasible, the reference solved it), ``uncertain``,
+``failed``. Reference: Clarabel at 1e-10 (``high_accuracy``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from solvers import Status
+from solvers.clarabel_ import ClarabelAdapter
+from solvers.errors import ProblemError
+
+from ..batch import ProblemBatch
+from .base import Kind
+from .checks import DEFAULT_TOLERANCES, Tolerances, farkas_check, finite_rows
+
+#: the QP / SOCP float64 reference: Clarabel at 1e-10, never the registry's ``clarabel``.
+QP_REFERENCE = (ClarabelAdapter, "clarabel", "high_accuracy")
+VERDICTS = ("feasible", "infeasible", "uncertain", "failed")
+
+
+def _qp_primal(batch, x: np.ndarray) -> pd.DataFrame:
+    """Relative primal residuals of ``x`` (B, n) in the batch's standard form."""
+    B = len(x)
+    rhs = np.concatenate([batch.b_eq, batch.b_ub], axis=1)
+    scale = 1.0 + (np.max(np.abs(rhs), axis=1) if rhs.shape[1] else np.zeros(B))
+    with np.errstate(invalid="ignore", over="ignore"):
+        eq = np.max(np.abs(np.einsum("bmn,bn->bm", batch.A_eq, x) - batch.b_eq), axis=1, initial=0.0)
+        ub = np.max(np.einsum("bmn,bn->bm", batch.A_ub, x) - batch.b_ub, axis=1, initial=0.0)
+        lb = batch.lb if batch.lb is not None else np.zeros_like(x)
+        finite = np.isfinite(lb)
+        bound = np.max(np.where(finite, np.where(finite, lb, 0.0) - x, 0.0), axis=1, initial=0.0)
+        cone = np.zeros(B)
+        util = np.full(B, np.nan)
+        if batch.cones is not None and len(batch.cones):
+            idx = batch.cones
+            f_n, r = x[:, idx[:, 0]], np.hypot(x[:, idx[:, 1]], x[:, idx[:, 2]])
+            cone = np.max(r - batch.cone_mu * f_n, axis=1)
+            util = np.max(np.where(f_n > 0, r / (batch.cone_mu * np.where(f_n > 0, f_n, 1.0)),
+                                   np.where(r > 0, np.inf, 0.0)), axis=1)
+        primal = np.maximum.reduce([eq, np.maximum(ub, 0), np.maximum(bound, 0), np.maximum(cone, 0)]) / scale
+    primal = np.where(finite_rows(x), primal, np.nan)
+    return pd.DataFrame({"primal_residual": primal, "eq_residual": eq / scale, "max_cone_utilization": util})
+
+
+def _qp_dual(batch, solution) -> np.ndarray:
+    """Relative KKT stationarity residual (NaN without duals, or with cones: no cone multipliers)."""
+    x, y_eq, y_ub = solution.x, solution.y_eq, solution.y_ub
+    B = len(x)
+    if batch.cones is not None and len(batch.cones):
+        return np.full(B, np.nan)
+    P = batch.P if batch.P is not None else np.zeros((B, x.shape[1], x.shape[1]))
+    with np.errstate(invalid="ignore", over="ignore"):
+        Px = np.einsum("bij,bj->bi", P, x)
+        r = Px + batch.c - np.einsum("bmn,bm->bn", batch.A_eq, y_eq) - np.einsum("bmn,bm->bn", batch.A_ub, y_ub)
+        free = ~np.isfinite(batch.lb) if batch.lb is not None else np.zeros_like(x, bool)
+        stat = np.max(np.where(free, np.abs(r), np.maximum(-r, 0.0)), axis=1, initial=0.0)
+        sign = np.max(y_ub, axis=1, initial=0.0)
+        scale = 1.0 + np.maximum(np.max(np.abs(batch.c), axis=1, initial=0.0), np.max(np.abs(Px), axis=1, initial=0.0))
+        out = np.maximum(stat, np.maximum(sign, 0.0)) / scale
+    ok = finite_rows(x) & finite_rows(y_eq) & finite_rows(y_ub)
+    return np.where(ok, out, np.nan)
+
+
+def _qp_certificate(batch, solution, tol: Tolerances) -> pd.DataFrame:
+    """``farkas_check`` of the solver's duals against the batch's standard form."""
+    return farkas_check(batch.A_eq, batch.b_eq, batch.A_ub, batch.b_ub, batch.lb, batch.cones, batch.cone_mu,
+                        solution.y_eq, solution.y_ub, tol)
+
+
+def qp_objective(batch, x: np.ndarray) -> np.ndarray:
+    """``c@x + 0.5 x@P@x`` per case, recomputed in float64 from ``x``."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        value = np.einsum("bn,bn->b", batch.c, x)
+        if batch.P is not None:
+            value = value + 0.5 * np.einsum("bi,bij,bj->b", x, batch.P, x)
+    return value
+
+
+def verify_qp(batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
+    """Per-case verdicts and residuals for a QP / SOCP batch (see module docstring).
+
+    ``verdict``: ``feasible`` (``x`` passes the primal check), ``infeasible`` (the duals
+    pass ``farkas_check``: a certificate, whatever the solver said), ``uncertain`` (a
+    finite answer, or a claim, that proves neither; both proofs at once is uncertain
+    too) or ``failed`` (no finite ``x``, no certificate, no claim of infeasibility).
+    Columns: ``verdict``, ``primal_residual``, ``eq_residual``, ``max_cone_utilization``,
+    ``dual_residual``, ``certified``, ``cert_gap``, ``cert_value``, ``qp_objective``
+    (from ``x``), ``said`` (the solver's status value, recorded, never trusted).
+    """
+    primal = _qp_primal(batch, solution.x)
+    cert = _qp_certificate(batch, solution, tol)
+    said_infeasible = np.asarray(solution.status == Status.INFEASIBLE, dtype=bool)
+    feasible = primal["primal_residual"].to_numpy() <= tol.qp_residual
+    certified = cert["certificate_ok"].to_numpy()
+    finite = finite_rows(solution.x)
+    verdict = np.where(feasible & ~certified, "feasible",
+                       np.where(certified & ~feasible, "infeasible",
+                                np.where(finite | said_infeasible | certified, "uncertain", "failed")))
+    return pd.concat([pd.DataFrame({"verdict": verdict}), primal, pd.DataFrame({
+        "dual_residual": _qp_dual(batch, solution),
+        "certified": certified,
+        "cert_gap": cert["cert_gap"].to_numpy(), "cert_value": cert["cert_value"].to_numpy(),
+        "qp_objective": qp_objective(batch, solution.x),
+        "said": [s.value for s in solution.status],
+    })], axis=1)
+
+
+def qp_outcomes(checked: pd.DataFrame, ref: pd.DataFrame, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
+    """``outcome`` and ``rel_gap`` per case from ``verify_qp`` rows and the reference rows
+    (``truth`` feasible / infeasible / unknown, ``ref_objective``).
+
+    ``correct`` needs a verified answer: a feasible ``x`` within ``qp_gap`` of the
+    reference optimum, or a certified ``infeasible`` where the reference is infeasible.
+    An uncertified infeasibility claim is ``uncertain``; a certificate on a problem the
+    reference solved is ``false_reject``; a feasible ``x`` on an infeasible reference,
+    or an ``x`` that fails the primal check under an OPTIMAL claim, is ``false_accept``.
+    """
+    v = checked["verdict"].to_numpy()
+    said_optimal = checked["said"].to_numpy() == Status.OPTIMAL.value
+    truth = ref["truth"].to_numpy()
+    with np.errstate(invalid="ignore"):
+        gap = (checked["qp_objective"].to_numpy() - ref["ref_objective"].to_numpy()) / (
+            1.0 + np.abs(ref["ref_objective"].to_numpy()))
+    feasible_ref = truth == "feasible"
+    outcome = np.select(
+        [truth == "unknown",
+         feasible_ref & (v == "feasible") & (gap <= tol.qp_gap),
+         feasible_ref & (v == "feasible"),
+         (truth == "infeasible") & (v == "infeasible"),
+         (v == "infeasible"),
+         v == "failed",
+         (truth == "infeasible") & (v == "feasible"),
+         said_optimal & (v == "uncertain") & np.isfinite(checked["primal_residual"].to_numpy())],
+        ["uncertain", "correct", "suboptimal", "correct", "false_reject", "failed", "false_accept", "false_accept"],
+        default="uncertain",
+    )
+    return pd.DataFrame({"outcome": outcome, "rel_gap": np.where(feasible_ref, gap, np.nan)})
+
+
+def qp_reference_rows(batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
+    """QP / SOCP reference rows: ``truth`` is ``feasible`` when the reference's ``x`` passes
+    the verifier's primal check, ``infeasible`` when its duals are a certificate (or the
+    equality rows have no least-squares solution, itself a certificate), else ``unknown``
+    (every solver's outcome on such a case is ``uncertain``). ``ref_objective`` is
+    recomputed from its ``x``."""
+    checked = verify_qp(batch, solution, tol)
+    truth = np.select([checked["verdict"] == "feasible", checked["verdict"] == "infeasible"],
+                      ["feasible", "infeasible"], default="unknown")
+    # Clarabel stops with InsufficientProgress on some rank-deficient, inconsistent equality
+    # blocks (two-foot stances); equalities with no least-squares solution decide those.
+    truth = np.where((truth == "unknown") & ~equalities_consistent(batch), "infeasible", truth)
+    return pd.DataFrame({"truth": truth, "ref_objective": np.where(truth == "feasible", checked["qp_objective"], np.nan),
+                         "ref_verdict": checked["verdict"], "ref_status": checked["said"],
+                         "ref_primal_residual": checked["primal_residual"]})
+
+
+def equalities_consistent(batch, rtol: float = 1e-9) -> np.ndarray:
+    """(B,) True where ``A_eq x = b_eq`` has a solution (least-squares residual within
+    ``rtol * (1 + |b_eq|_inf)``), whatever the rank of ``A_eq``."""
+    out = np.ones(len(batch), bool)
+    for i in range(len(batch)):
+        A, b = batch.A_eq[i], batch.b_eq[i]
+        if len(b):
+            x = np.linalg.lstsq(A, b, rcond=None)[0]
+            out[i] = np.max(np.abs(A @ x - b)) <= rtol * (1 + np.max(np.abs(b)))
+    return out
+
+
+class QpKind(Kind):
+    """Standard-form QPs (see module docstring); ``socp`` and ``lp`` subclass it."""
+
+    name = "qp"
+    description = "convex QP (e.g. contact-force distribution): min c@x + x@P@x/2 over the standard form"
+    problem_class = "qp"
+    outcomes = ("correct", "suboptimal", "false_accept", "false_reject", "uncertain", "failed")
+    reference_solver = QP_REFERENCE
+    columns = {"verdict": "str", "primal_residual": "float64", "eq_residual": "float64",
+               "max_cone_utilization": "float64", "dual_residual": "float64", "certified": "bool",
+               "cert_gap": "float64", "cert_value": "float64", "qp_objective": "float64", "said": "str",
+               "truth": "str", "ref_objective": "float64", "ref_verdict": "str", "ref_status": "str",
+               "ref_primal_residual": "float64", "rel_gap": "float64", "outcome": "str"}
+
+    def build(self, family: str, qps: list, meta: pd.DataFrame, params: dict[str, Any] | None = None,
+              **options: Any) -> ProblemBatch:
+        """A batch from same-shape problems: each item has ``c, A_eq, b_eq, A_ub, b_ub, P, lb``
+        and, for cones, ``cones`` (the same for every item) and ``cone_mu`` (see
+        ``solvers.types``)."""
+        if not qps:
+            raise ProblemError("qps: expected at least one problem")
+        if len(meta) != len(qps):
+            raise ProblemError(f"meta: expected {len(qps)} rows (one per problem), got {len(meta)}")
+        shapes = {(np.shape(q.A_eq), np.shape(q.A_ub)) for q in qps}
+        if len(shapes) != 1:
+            raise ProblemError(f"qps: expected one shape across the batch, got {sorted(shapes)}")
+        stack = lambda name: np.stack([np.asarray(getattr(q, name), float) for q in qps])  # noqa: E731
+        cones = getattr(qps[0], "cones", None)
+        if cones is not None and any(not np.array_equal(q.cones, cones) for q in qps):
+            raise ProblemError("qps: expected the same cone indices in every problem of the batch")
+        P = None if getattr(qps[0], "P", None) is None else stack("P")
+        lb = None if getattr(qps[0], "lb", None) is None else stack("lb")
+        return ProblemBatch(
+            family, self.name, stack("c"), stack("A_eq"), stack("b_eq"), stack("A_ub"), stack("b_ub"),
+            meta.assign(scene_index=np.arange(len(qps))).reset_index(drop=True), dict(params or {}),
+            P, lb, None if cones is None else np.asarray(cones, dtype=np.int64),
+            None if cones is None else stack("cone_mu"))
+
+    def reference_rows(self, batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
+        return qp_reference_rows(batch, solution, tol)
+
+    def verify(self, batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
+        return verify_qp(batch, solution, tol)
+
+    def judge(self, checked, ref, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
+        return qp_outcomes(checked, ref, tol)
+
+    def aggregations(self) -> dict[str, tuple[str, str]]:
+        return {"max_rel_gap": ("rel_gap", "max"), "max_primal_res": ("primal_residual", "max"),
+                "max_kkt_res": ("dual_residual", "max")}
+
+
+KIND = QpKind()
