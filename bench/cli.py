@@ -42,8 +42,8 @@ def preset_family_specs(preset: str) -> list[str]:
 
 
 PRESETS = {
-    "quick": {"n": [32], "repeats": 2, "kinds": ("lp1", "qp", "socp"), "timeout": 120.0},
-    "default": {"n": [64], "repeats": 5, "kinds": ("lp1", "qp", "socp"), "timeout": 60.0},
+    "quick": {"n": [32], "repeats": 2, "kinds": ("lp1", "lp", "qp", "socp"), "timeout": 120.0},
+    "default": {"n": [64], "repeats": 5, "kinds": ("lp1", "lp", "qp", "socp"), "timeout": 60.0},
     "full": {"n": [256], "repeats": 5, "kinds": None, "timeout": 600.0},
     "large": {"n": [256, 1024, 4096], "repeats": 10, "kinds": None, "timeout": 1800.0},
 }

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _jax
+from ._linrax_std import basis_duals, standard_form
 from .base import Adapter, Conformance, Option, module_api
 from .types import Capabilities, Status
 
@@ -64,17 +65,8 @@ class LinraxAdapter(_jax.JaxBatchedAdapter, Adapter):
 
         tols = {k: self.settings[k] for k in ("primal_tol", "dual_tol") if self.settings[k] is not None}
         sol, kind = linrax.linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, **tols)
-        m_eq, m_ub, n = b_eq.shape[0], b_ub.shape[0], c.shape[0]
-        flip = jnp.where(jnp.concatenate([b_eq, b_ub]) < 0, -1.0, 1.0).astype(c.dtype)
-        A = jnp.concatenate([
-            jnp.concatenate([A_eq, jnp.zeros((m_eq, m_ub), c.dtype)], axis=1),
-            jnp.concatenate([A_ub, jnp.eye(m_ub, dtype=c.dtype)], axis=1),
-        ], axis=0)
-        A_full = jnp.concatenate([flip[:, None] * A, jnp.eye(m_eq + m_ub, dtype=c.dtype)], axis=1)
-        phase2 = jnp.concatenate([c, jnp.zeros(m_ub + m_eq + m_ub, c.dtype)])
-        phase1 = jnp.concatenate([jnp.zeros(n + m_ub, c.dtype), jnp.ones(m_eq + m_ub, c.dtype)])
-        costs = jnp.where(kind.feasible[0], phase2, phase1)
-        y = flip * jnp.linalg.solve(A_full[:, sol.basis].T, costs[sol.basis])
+        m_eq, n = b_eq.shape[0], c.shape[0]
+        y, _phase1 = basis_duals(jnp, standard_form(jnp, c, A_eq, b_eq, A_ub, b_ub), sol.basis, kind.feasible[0])
         code = 2 * kind.feasible[0].astype(jnp.int32) + kind.bounded[0].astype(jnp.int32)
         return sol.x[:n], y[:m_eq], y[m_eq:], code, jnp.int32(-1)
 

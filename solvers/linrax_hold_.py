@@ -55,6 +55,7 @@ import inspect
 import numpy as np
 
 from . import _jax
+from ._linrax_std import basis_duals, standard_form
 from .base import Adapter, Conformance, Option, module_api
 from .errors import SolverNotAvailable
 from .types import Capabilities, Status
@@ -303,19 +304,11 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         A_eq_s, b_eq_s = H @ A_eq, H @ b_eq
         linprog = getattr(optim.linprog, "__wrapped__", optim.linprog)
         sol, kind = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq_s, b_eq=b_eq_s, primal_tol=tol, dual_tol=tol)
-        # linrax's standard form, rebuilt: [flip * A, I] with flip making the right-hand side >= 0
-        rhs = jnp.concatenate([b_eq_s, b_ub])
-        flip = jnp.where(rhs < 0, -1.0, 1.0).astype(c.dtype)
-        A = jnp.concatenate([
-            jnp.concatenate([A_eq_s, jnp.zeros((m_eq, m_ub), c.dtype)], axis=1),
-            jnp.concatenate([A_ub, jnp.eye(m_ub, dtype=c.dtype)], axis=1),
-        ], axis=0)
-        A_std = flip[:, None] * A
-        b_std = jnp.abs(rhs)
+        form = standard_form(jnp, c, A_eq_s, b_eq_s, A_ub, b_ub)  # linrax's standard form, rebuilt
+        A_full, b_std, flip, c_std = form
         m = m_eq + m_ub
         n_std = n + m_ub
-        A_full = jnp.concatenate([A_std, jnp.eye(m, dtype=c.dtype)], axis=1)
-        c_std = jnp.concatenate([c, jnp.zeros(m_ub, c.dtype)])
+        A_std = A_full[:, :n_std]
         feasible = kind.feasible[0]
         basis = sol.basis
         bounded = kind.bounded[0]
@@ -355,10 +348,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             x = jnp.zeros(n_std + m, c.dtype).at[basis].set(tableau[:m, -1])[:n]
         else:
             x = sol.x[:n]
-        phase2 = jnp.concatenate([c_std, jnp.zeros(m, c.dtype)])
-        phase1 = jnp.concatenate([jnp.zeros(n_std, c.dtype), jnp.ones(m, c.dtype)])
-        costs = jnp.where(feasible, phase2, phase1)
-        y = flip * jnp.linalg.solve(B.T, costs[basis])
+        y, phase1 = basis_duals(jnp, form, basis, feasible)
         # infeasible only when phase 1 ended optimal; a phase 1 stopped by the cap is MAX_ITER
         phase1_done = ~jnp.any(phase1 - A_full.T @ (flip * y) < -tol)
         y_eq = H @ y[:m_eq]  # H is symmetric: y = H^T y' = H y'

@@ -28,7 +28,7 @@ ASV_N = 16
 #: scenes in the peakmem_ benchmarks (a large batch).
 PEAKMEM_N = 1024
 #: the problem kinds the suites cover (those of ``make run``'s default preset).
-KINDS = ("lp1", "qp", "socp")
+KINDS = ("lp1", "lp", "qp", "socp")
 
 
 def family_specs() -> list[str]:
