@@ -3,7 +3,7 @@
 For each cell, in order: skip it when ``resume`` and its file reads back as its manifest
 says; else save its batch once per distinct problem set (``batches/``) and compute the
 float64 reference here, once per problem set, before any worker needs it; run it on the
-execution backend (``bench.backend``: isolated worker processes, timeout, stall detection)
+execution backend (``bench.execute``: isolated worker processes, timeout, stall detection)
 which computes it (``bench.cell.solve_cell``) and writes ``<cell_id>.parquet``; a cell that
 hangs, crashes or wedges becomes ``failed`` rows carrying the reason and the worker's log
 tail. The run directory's layout and files are ``bench.rundir``'s.
@@ -18,7 +18,7 @@ from typing import Callable
 
 import problems
 
-from .backend import (STALL_POLL, STALL_SECONDS, STARTUP_SECONDS, WORKER_XLA_FLAG, LocalPool,  # noqa: F401
+from .execute import (STALL_POLL, STALL_SECONDS, STARTUP_SECONDS, WORKER_XLA_FLAG, LocalPool,  # noqa: F401
                       log_tail, worker_xla_flags)
 from .cell import CASES_PER_REPORT, CellResult, base_rows, batch_for, batch_name, failed_rows, solve_cell  # noqa: F401
 from .env import host_environment

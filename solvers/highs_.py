@@ -106,6 +106,11 @@ class HighsAdapter(Adapter):
                                  row_lower, row_upper, starts[:-1].copy(), index, value,
                                  np.zeros(case.n, dtype=np.int32))))
         self._solver()
+        if self.settings.get("threads") is not None:
+            # HiGHS' thread scheduler is global to the process and fixed by its first run: a
+            # Highs asking for another thread count after any other has run stops with
+            # "Not Set" (ERROR) on every case. Reset it (untimed) so this adapter's count holds.
+            highspy.Highs.resetGlobalScheduler(True)
         return cases
 
     def run(self, prepared):

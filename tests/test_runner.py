@@ -103,9 +103,9 @@ def test_workers_get_single_threaded_eigen_unless_the_user_chose():
 
 def test_a_wedged_worker_is_detected_retried_once_and_recorded(tmp_path, fake_plugins, monkeypatch):
     # fake-hang sleeps forever: no CPU used, like XLA's wedged thread pool
-    from bench import backend
+    from bench import execute
 
-    monkeypatch.setattr(backend, "STALL_SECONDS", 3.0)
+    monkeypatch.setattr(execute, "STALL_SECONDS", 3.0)
     cells, _ = grid.expand(["planar-box"], ["fake-hang", "highs"], ["float64"], ["cpu"], [N], 0, 1)
     results = runner.run_cells(cells, tmp_path / "run", "t", timeout=120)
     states = {str(r.cell.solver): r.state for r in results}

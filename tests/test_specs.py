@@ -85,3 +85,16 @@ def test_timed_solve_times_each_repeat_and_returns_the_verified_shape():
     assert timed.solution.x.shape == batch.c.shape
     with pytest.raises(ProblemError, match="repeats: expected an integer >= 1"):
         timed_solve(solvers.get("highs"), problem, 0)
+
+
+def test_highs_with_its_own_thread_count_works_after_another_highs_ran_in_the_process():
+    """Found while testing the spec syntax: ``highs[fast]`` (threads=1) answered ERROR on every
+    case once any default HiGHS had run in the same process (HiGHS' global scheduler), which a
+    reused worker process does."""
+    batch = problems.generate("planar-box", 4, 0)
+    first = solvers.get("highs").solve_batch(*batch.arrays())
+    fast = solvers.get("highs[fast]").solve_batch(*batch.arrays())
+    again = solvers.get("highs").solve_batch(*batch.arrays())
+    for solution in (first, fast, again):
+        assert all(s is solvers.Status.OPTIMAL for s in solution.status)
+    np.testing.assert_allclose(fast.objective, first.objective, atol=1e-9)

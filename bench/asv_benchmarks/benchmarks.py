@@ -22,7 +22,7 @@ import sys
 # the runner's setting for XLA's CPU runtime (large vmapped batches wedged its Eigen pool),
 # from the one place it is defined (imports no JAX)
 try:
-    from bench.backend import worker_xla_flags
+    from bench.execute import worker_xla_flags
 except ImportError:  # an older commit
     from bench.runner import worker_xla_flags
 os.environ["XLA_FLAGS"] = worker_xla_flags(os.environ.get("XLA_FLAGS"))
