@@ -132,6 +132,8 @@ def run(
     run_id: Optional[str] = typer.Option(None, "--run-id", help="name of the run directory; default: a UTC timestamp"),
     resume: bool = typer.Option(False, "--resume", help="continue the run named by --run-id (default: out/latest), skipping finished cells"),
     preset: str = typer.Option("default", "--preset", help=f"one of {list(PRESETS)}"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="run N cells at once on an embedded Dask LocalCluster of N single-threaded workers (timings then share the machine); default: one cell at a time in a local worker process"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="address of an existing Dask scheduler, e.g. tcp://HOST:8786: the cells run on its workers, results are written here"),
 ) -> None:
     """Run the grid families x solvers x dtypes x devices x sizes; one worker process per cell."""
     try:
@@ -164,7 +166,32 @@ def run(
     if not cells:
         _fail("nothing to run: every combination was skipped: " + "; ".join(f"{a}: {b}" for a, b in skipped))
     check_problem_params(cells)
-    _execute(ctx, cells, skipped, out, run_id, resume, timeout if timeout is not None else conf["timeout"])
+    if workers is not None and scheduler:
+        _fail("--workers: not with --scheduler (the cluster's workers run the cells)")
+    client = _dask_client(scheduler, workers) if (workers is not None or scheduler) else None
+    try:
+        _execute(ctx, cells, skipped, out, run_id, resume, timeout if timeout is not None else conf["timeout"],
+                 client)
+    finally:
+        if client is not None:
+            cluster = client.cluster if getattr(client, "cluster", None) is not None and not scheduler else None
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+def _dask_client(scheduler: Optional[str], workers: Optional[int]):
+    """A Dask client (``bench.cluster.connect``); exit 2 naming the option when it cannot be had."""
+    from . import cluster
+
+    try:
+        client, _local = cluster.connect(scheduler, workers if workers is not None else 1)
+    except BenchError as exc:
+        _fail(str(exc))
+    where = scheduler or f"embedded LocalCluster, {workers} worker(s)"
+    console.print(f"Dask: {escape(where)}" + (f"; dashboard {escape(client.dashboard_link)}"
+                                               if getattr(client, "dashboard_link", None) else ""))
+    return client
 
 
 #: a run id is one path component of these characters (never '.' or '..')
@@ -210,13 +237,22 @@ def _write_failed(run_dir: Path, exc: OSError) -> None:
     raise typer.Exit(1)
 
 
+def _engine(client) -> dict:
+    """How the cells ran, for the manifest: local worker processes, or a Dask cluster."""
+    if client is None:
+        return {"kind": "local", "cells_at_once": 1}
+    info = client.scheduler_info()
+    return {"kind": "dask", "scheduler": str(client.scheduler.address), "workers": len(info.get("workers", {})),
+            "cells_at_once": sum(w.get("nthreads", 1) for w in info.get("workers", {}).values())}
+
+
 def _cell_title(cell: grid.Cell) -> str:
     """``family/kind solver dtype device n=N``: one cell in progress lines."""
     return f"{cell.family_label}/{cell.kind} {cell.solver} {cell.dtype} {cell.device} n={cell.n}"
 
 
 def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: Optional[str], resume: bool,
-             timeout: float) -> Path:
+             timeout: float, client=None) -> Path:
     """Run ``cells`` into a run directory under ``out`` with progress output; print the summary."""
     check_out_writable(out)
     try:
@@ -231,6 +267,7 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
             "run_id": name, "command": command, "started": datetime.now(timezone.utc).isoformat(),
             "cells": [c.to_dict() for c in cells], "skipped": skipped,
             "tolerances": DEFAULT_TOLERANCES.as_dict(),
+            "engine": _engine(client),
         })
         rundir.point_latest(out, run_dir)
     except OSError as exc:
@@ -264,7 +301,7 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
                 progress.console.print(f"[red]✗[/] {head}: {result.state}: {why}")
 
         try:
-            results = runner.run_cells(cells, run_dir, name, timeout=timeout, resume=resume,
+            results = runner.run_cells(cells, run_dir, name, timeout=timeout, resume=resume, client=client,
                                        on_start=started, on_done=done)
         except OSError as exc:  # disk full, folder made read-only mid-run: finished cells stay
             _write_failed(run_dir, exc)
@@ -399,6 +436,47 @@ def check_adapter(
     console.print(", ".join(f"{v} {k}" for k, v in counts.items()))
     if counts.get("fail", 0) or counts.get("unexpected pass", 0):
         raise typer.Exit(1)
+
+
+cluster_app = typer.Typer(rich_markup_mode=None, no_args_is_help=True,
+                          help="Start (or print the job script of) a Dask cluster for contactbench run --scheduler.")
+app.add_typer(cluster_app, name="cluster")
+
+
+@cluster_app.command("slurm")
+def cluster_slurm(
+    jobs: int = typer.Option(1, "--jobs", help="SLURM jobs (one Dask worker node each)"),
+    cores: int = typer.Option(4, "--cores", help="cores per job: one single-threaded worker process per core"),
+    memory: str = typer.Option("16GB", "--memory", help="memory per job, e.g. 16GB"),
+    gpus: int = typer.Option(0, "--gpus", help="GPUs per job: then one worker process per GPU, each with the resource GPU=1"),
+    walltime: str = typer.Option("01:00:00", "--walltime", help="job time limit, HH:MM:SS"),
+    queue: Optional[str] = typer.Option(None, "--queue", help="SLURM partition"),
+    account: Optional[str] = typer.Option(None, "--account", help="SLURM account"),
+    python: Optional[str] = typer.Option(None, "--python", help="python with contactbench installed on the nodes; default: this one"),
+    script_only: bool = typer.Option(False, "--script-only", help="print the job script and exit (nothing is submitted)"),
+) -> None:
+    """Submit SLURM jobs running Dask workers (dask-jobqueue) and print the scheduler address for
+    `contactbench run --scheduler ADDR`; with --script-only, print the job script only."""
+    from . import cluster
+
+    try:
+        slurm = cluster.slurm_cluster(jobs, cores, memory, gpus, walltime, queue, account, python)
+    except BenchError as exc:
+        _fail(str(exc))
+    if script_only:
+        typer.echo(slurm.job_script())
+        slurm.close()
+        return
+    slurm.scale(jobs=jobs)
+    console.print(f"scheduler: {slurm.scheduler_address}  (contactbench run --scheduler {slurm.scheduler_address})")
+    console.print("Ctrl-C stops the cluster and cancels its jobs.")
+    try:
+        import time
+
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        slurm.close()
 
 
 def main() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import socket
 import subprocess
@@ -10,6 +11,11 @@ from pathlib import Path
 
 PACKAGES = ("contactbench", "numpy", "scipy", "pandas", "highspy", "jax", "jaxlib", "linrax")
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+#: names this machine in the rows' ``env_host`` instead of its hostname (e.g. to tell apart
+#: containers or test workers that share one host name)
+HOST_ENV = "CONTACTBENCH_HOST"
 
 
 def cpu_model() -> str:
@@ -41,7 +47,7 @@ def host_environment() -> dict[str, str]:
         "env_python": platform.python_version(),
         "env_platform": platform.platform(),
         "env_cpu": cpu_model(),
-        "env_host": socket.gethostname(),
+        "env_host": os.environ.get(HOST_ENV) or socket.gethostname(),
         "env_commit": git_commit(),
     }
     for pkg in PACKAGES:

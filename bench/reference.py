@@ -128,6 +128,16 @@ def reference(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES,
               cache_dir: Path | str | None = None) -> pd.DataFrame:
     """Reference rows for ``batch`` (see module docstring), from the cache when it holds a
     sound entry (see ``cache_path``); rows are always recomputed from the cached answers."""
+    rows = cached_reference(batch, tol, cache_dir)
+    if rows is not None:
+        return rows
+    return store_reference(batch, solve_reference(batch), tol, cache_dir)
+
+
+def cached_reference(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES,
+                     cache_dir: Path | str | None = None) -> pd.DataFrame | None:
+    """The reference rows from a sound cache entry, or None (missing, unreadable or
+    contradicting its stored verdicts: a warning says which)."""
     path = cache_path(batch, tol, cache_dir)
     if path.exists():
         try:
@@ -140,7 +150,14 @@ def reference(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES,
         except Exception as exc:  # unreadable or foreign: recompute, never trust it
             warnings.warn(f"reference cache {path}: unreadable ({type(exc).__name__}: {exc}); recomputing",
                           stacklevel=2)
-    solution = solve_reference(batch)
+    return None
+
+
+def store_reference(batch: ProblemBatch, solution: BatchSolution, tol: Tolerances = DEFAULT_TOLERANCES,
+                    cache_dir: Path | str | None = None) -> pd.DataFrame:
+    """Reference rows from the reference's answers ``solution`` (computed here or on a cluster
+    worker), cached for next time; a cache that cannot be written costs a recomputation."""
+    path = cache_path(batch, tol, cache_dir)
     rows = reference_rows(batch, solution, tol)
     try:
         _save_solution(path, solution, _truth_of(rows), reference_identity(batch))

@@ -141,5 +141,15 @@ class NanOptimalAdapter(Adapter):
         return _answer(prepared, Status.OPTIMAL, x, np.zeros((b, prepared.m_eq)), np.zeros((b, prepared.m_ub)))
 
 
+
+
+class PretendGpuHighs(HighsAdapter):
+    """HiGHS that declares a ``gpu`` device (and ignores it): for testing where GPU cells are
+    placed on a cluster without a GPU anywhere."""
+
+    NAME = "fake-gpu"
+    CAPABILITIES = Capabilities(dtypes=("float64",), devices=("cpu", "gpu"))
+
+
 ADAPTERS = [HangingAdapter, CrashingAdapter, RaisingAdapter, OverconfidentAdapter, SleepyHighs,
-            InfeasibleClaimAdapter, RandomAnswerAdapter, NanOptimalAdapter]
+            InfeasibleClaimAdapter, RandomAnswerAdapter, NanOptimalAdapter, PretendGpuHighs]

@@ -54,7 +54,6 @@ def _git(*args: str) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.serial  # asv builds an environment and runs every benchmark: the machine to itself
 @pytest.mark.timeout(1800)
 def test_asv_run_quick_on_head(tmp_path):
     try:

@@ -1,0 +1,169 @@
+"""Cells on Dask distributed (issue 14): real processes on loopback, no mocks of Dask.
+
+A scheduler and ``dask worker`` processes are started as separate OS processes on
+127.0.0.1; the client is this test process (``bench.cluster``) or the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bench import cluster, grid, report, runner
+from bench.cli import app
+
+TESTS_DIR = Path(__file__).resolve().parent
+N = 12
+
+
+def counts(rows):
+    """Outcome counts per (family, kind, solver, dtype, device)."""
+    keys = ["family_label", "kind", "solver_label", "dtype", "device"]
+    return rows.groupby(keys)["outcome"].value_counts().sort_index().to_dict()
+
+
+@pytest.fixture
+def loopback(tmp_path, fake_plugins):
+    """A scheduler and two workers as OS processes on 127.0.0.1: ``host-a`` (with a fake
+    ``GPU`` resource) and ``host-b``. Yields (address, {name: Popen})."""
+    env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False",
+           "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1", "PYTHONUNBUFFERED": "1",
+           "FAKE_SLEEP_S": "3"}  # fake-sleepy's nap per run, on the workers
+    bindir = Path(sys.executable).parent
+    file = tmp_path / "scheduler.json"
+    procs = {"scheduler": subprocess.Popen([str(bindir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0",
+                                            "--no-dashboard", "--scheduler-file", str(file)], env=env,
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                           start_new_session=True)}
+    deadline = time.monotonic() + 60
+    while not file.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    import json
+
+    address = json.loads(file.read_text())["address"]
+    for name, extra in (("host-a", ["--resources", "GPU=1"]), ("host-b", [])):
+        procs[name] = subprocess.Popen(
+            [str(bindir / "dask"), "worker", address, "--name", name, "--nthreads", "1", "--nworkers", "1",
+             "--no-dashboard", "--local-directory", str(tmp_path / name), *extra],
+            env={**env, "CONTACTBENCH_HOST": name}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+    from distributed import Client
+
+    with Client(address, timeout="30s") as client:
+        client.wait_for_workers(2, timeout=120)
+    yield address, procs
+    for proc in procs.values():
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def test_an_embedded_local_cluster_gives_the_outcomes_of_the_local_pool(tmp_path):
+    cells, _ = grid.expand(["planar-box", "quadruped[kind=qp]", "files[kind=lp]"], ["highs", "clarabel"],
+                           ["float64"], ["cpu"], [N], 0, 1)
+    local = runner.run_cells(cells, tmp_path / "local", "local", timeout=120)
+    client, local_cluster = cluster.connect(None, 2)
+    try:
+        remote = runner.run_cells(cells, tmp_path / "dask", "dask", timeout=120, client=client)
+    finally:
+        client.close()
+        local_cluster.close()
+    assert [r.state for r in local] == [r.state for r in remote] == ["done"] * len(cells)
+    a, b = report.load_runs([tmp_path / "local"]), report.load_runs([tmp_path / "dask"])
+    assert counts(a) == counts(b)
+    assert set(b["env_worker"]) <= {"0", "1"} and len(b) == len(a)
+
+
+def test_a_loopback_cluster_places_gpu_cells_records_hosts_and_matches_local(tmp_path, loopback):
+    address, _procs = loopback
+    cells, _ = grid.expand(["planar-box", "quadruped[kind=lp1]"], ["highs", "fake-gpu"], ["float64"],
+                           ["cpu", "gpu"], [N], 0, 1)
+    assert any(c.device == "gpu" for c in cells)
+    client, _none = cluster.connect(address)
+    try:
+        results = runner.run_cells(cells, tmp_path / "remote", "remote", timeout=120, client=client)
+    finally:
+        client.close()
+    assert all(r.state == "done" for r in results), [r.reason for r in results]
+    remote = report.load_runs([tmp_path / "remote"])
+    runner.run_cells(cells, tmp_path / "local", "local", timeout=120)
+    local = report.load_runs([tmp_path / "local"])
+    assert counts(remote) == counts(local)
+    assert set(remote["env_host"]) == {"host-a", "host-b"}
+    gpu = remote[remote["device"] == "gpu"]
+    assert len(gpu) and set(gpu["env_worker"]) == {"host-a"}  # only the worker with the GPU resource
+    res = CliRunner().invoke(app, ["run", "--scheduler", address, "--family", "planar-box", "--solver", "highs",
+                                   "--n", "4", "--repeats", "1", "--out", str(tmp_path / "runs"), "--run-id", "cli"],
+                             terminal_width=250)
+    assert res.exit_code == 0, res.output
+    import json
+
+    engine = json.loads((tmp_path / "runs" / "cli" / "run.json").read_text())["engine"]
+    assert engine["kind"] == "dask" and engine["workers"] == 2 and engine["scheduler"] == address
+
+
+@pytest.mark.serial  # kills a worker 6 s into the run: needs the run to be at that point, not queued
+def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path, loopback):
+    address, procs = loopback
+    cells, _ = grid.expand(["planar-box"], ["fake-sleepy", "highs"], ["float64"], ["cpu"], [4, 5, 6], 0, 1)
+    client, _none = cluster.connect(address)
+    done = []
+    killer = threading.Timer(6.0, lambda: os.killpg(procs["host-b"].pid, signal.SIGKILL))
+    killer.start()
+    try:
+        results = runner.run_cells(cells, tmp_path / "run", "k", timeout=120, client=client,
+                                   on_done=lambda r: done.append(r.cell.cell_id))
+    finally:
+        killer.cancel()
+        client.close()
+    assert procs["host-b"].poll() is not None  # it really died
+    assert sorted(done) == sorted(c.cell_id for c in cells)  # every cell reported once
+    files = sorted(p.name for p in (tmp_path / "run").glob("*.parquet"))
+    assert files == sorted(f"{c.cell_id}.parquet" for c in cells)
+    assert all(r.state in ("done", "crashed") for r in results)
+    assert sum(r.state == "done" for r in results) >= len(cells) - 1  # at most the cell running there fails
+
+
+def test_a_hanging_adapter_on_a_remote_worker_is_killed_at_the_timeout(tmp_path, loopback):
+    address, _procs = loopback
+    cells, _ = grid.expand(["planar-box"], ["fake-hang", "highs"], ["float64"], ["cpu"], [N], 0, 1)
+    client, _none = cluster.connect(address)
+    try:
+        results = runner.run_cells(cells, tmp_path / "run", "h", timeout=10, client=client)
+    finally:
+        client.close()
+    states = {str(r.cell.solver): r.state for r in results}
+    assert states == {"fake-hang": "timeout", "highs": "done"}
+    hang = [r for r in results if str(r.cell.solver) == "fake-hang"][0]
+    assert "10 s timeout" in hang.reason and (hang.rows["outcome"] == "failed").all()
+
+
+def test_an_unreachable_scheduler_exits_2_naming_the_option_and_creates_nothing(tmp_path):
+    out = tmp_path / "runs"
+    res = CliRunner().invoke(app, ["run", "--scheduler", "tcp://127.0.0.1:9", "--family", "planar-box", "--solver",
+                                   "highs", "--n", "4", "--out", str(out)], terminal_width=250)
+    assert res.exit_code == 2, res.output
+    assert "--scheduler: cannot reach 'tcp://127.0.0.1:9'" in res.output
+    assert not out.exists()
+
+
+def test_the_slurm_job_script_has_the_worker_command_resources_and_environment():
+    res = CliRunner().invoke(app, ["cluster", "slurm", "--jobs", "2", "--cores", "8", "--gpus", "2", "--memory",
+                                   "64GB", "--queue", "gpu", "--walltime", "02:00:00", "--script-only"])
+    assert res.exit_code == 0, res.output
+    script = res.output
+    assert "#SBATCH -p gpu" in script and "#SBATCH -t 02:00:00" in script and "#SBATCH --gres=gpu:2" in script
+    assert "#SBATCH --cpus-per-task=8" in script
+    assert "distributed.cli.dask_worker" in script and "--nworkers 2" in script
+    assert "--resources GPU=1" in script and script.split("--nthreads")[-1].split()[0] == "1"
+    assert "export DASK_DISTRIBUTED__WORKER__DAEMON=False" in script
+    assert "export DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=1" in script
+    assert sys.executable in script  # the nodes' python defaults to this one
