@@ -98,6 +98,7 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
 
     The batch is read from ``batch_dir`` when the parent saved it there, else generated.
     """
+    started = datetime.now(timezone.utc).isoformat(timespec="microseconds")
     name = batch_name(cell)
     if batch_dir is not None and (batch_dir / f"{name}.json").exists():
         batch = problems.ProblemBatch.load(batch_dir, name)
@@ -121,7 +122,7 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
         "message": solution.message.astype(str), "iterations": solution.iterations,
         "objective": solution.objective, "error_type": "", "error": "", "repeats": cell.repeats,
         **timing_columns(timed.times_s, timed.first_s, cell.n, len(batch)),
-        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "started": started, "timestamp": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
     }
     checked = checked.drop(columns=[c for c in checked if c in rows])
     return pd.concat([rows, checked.reset_index(drop=True), pd.DataFrame(cell_cols)], axis=1)

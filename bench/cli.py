@@ -134,6 +134,7 @@ def run(
     preset: str = typer.Option("default", "--preset", help=f"one of {list(PRESETS)}"),
     workers: Optional[int] = typer.Option(None, "--workers", help="run N cells at once on an embedded Dask LocalCluster of N single-threaded workers (timings then share the machine); default: one cell at a time in a local worker process"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="address of an existing Dask scheduler, e.g. tcp://HOST:8786: the cells run on its workers, results are written here"),
+    exclusive: bool = typer.Option(False, "--exclusive", help="with --scheduler or --workers: at most one timed cell per host at a time (publishable timings on shared nodes)"),
 ) -> None:
     """Run the grid families x solvers x dtypes x devices x sizes; one worker process per cell."""
     try:
@@ -171,7 +172,7 @@ def run(
     client = _dask_client(scheduler, workers) if (workers is not None or scheduler) else None
     try:
         _execute(ctx, cells, skipped, out, run_id, resume, timeout if timeout is not None else conf["timeout"],
-                 client)
+                 client, exclusive)
     finally:
         if client is not None:
             cluster = client.cluster if getattr(client, "cluster", None) is not None and not scheduler else None
@@ -252,7 +253,7 @@ def _cell_title(cell: grid.Cell) -> str:
 
 
 def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: Optional[str], resume: bool,
-             timeout: float, client=None) -> Path:
+             timeout: float, client=None, exclusive: bool = False) -> Path:
     """Run ``cells`` into a run directory under ``out`` with progress output; print the summary."""
     check_out_writable(out)
     try:
@@ -267,7 +268,7 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
             "run_id": name, "command": command, "started": datetime.now(timezone.utc).isoformat(),
             "cells": [c.to_dict() for c in cells], "skipped": skipped,
             "tolerances": DEFAULT_TOLERANCES.as_dict(),
-            "engine": _engine(client),
+            "engine": {**_engine(client), "exclusive": exclusive},
         })
         rundir.point_latest(out, run_dir)
     except OSError as exc:
@@ -302,6 +303,7 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
 
         try:
             results = runner.run_cells(cells, run_dir, name, timeout=timeout, resume=resume, client=client,
+                                       exclusive=exclusive,
                                        on_start=started, on_done=done)
         except OSError as exc:  # disk full, folder made read-only mid-run: finished cells stay
             _write_failed(run_dir, exc)

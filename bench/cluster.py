@@ -97,9 +97,16 @@ def reference_task(cell: Cell, expected_hash: str):
     return solve_reference(batch)
 
 
-def cell_task(cell: Cell, run_id: str, timeout: float, expected_hash: str, ref_solution) -> dict[str, Any]:
+def cell_task(cell: Cell, run_id: str, timeout: float, expected_hash: str, ref_solution,
+              exclusive: bool = False) -> dict[str, Any]:
     """On a worker: run one cell in a supervised child process and return ``state``,
-    ``reason``, ``rows`` (Arrow IPC bytes), ``host`` and ``worker``."""
+    ``reason``, ``rows`` (Arrow IPC bytes), ``host`` and ``worker``. With ``exclusive`` the
+    cell holds the cluster-wide lock of its host while it runs: one timed cell per host."""
+    if exclusive:
+        from distributed import Lock
+
+        with Lock(f"contactbench-host-{os.environ.get('CONTACTBENCH_HOST') or socket.gethostname()}"):
+            return cell_task(cell, run_id, timeout, expected_hash, ref_solution, exclusive=False)
     worker, pool = _worker_pool()
     work = Path(worker.local_directory) / "contactbench" / run_id
     (work / "logs").mkdir(parents=True, exist_ok=True)
@@ -153,9 +160,10 @@ def _from_arrow(data: bytes) -> pd.DataFrame:
 # ------------------------------------------------------------------ client side
 def run_cells_on(client, cells: list[Cell], run_dir: Path, run_id: str, *, timeout: float, resume: bool,
                  cache_dir: Path | None = None, on_start: Callable[[Cell], None] | None = None,
-                 on_done: Callable[[CellResult], None] | None = None) -> list[CellResult]:
+                 on_done: Callable[[CellResult], None] | None = None, exclusive: bool = False) -> list[CellResult]:
     """Run ``cells`` on the Dask cluster of ``client`` (see module docstring); one
-    ``CellResult`` per cell, in order. Finished cells of a resumed run are skipped."""
+    ``CellResult`` per cell, in order. Finished cells of a resumed run are skipped;
+    ``exclusive``: at most one cell runs per host at a time (publishable timings)."""
     from distributed import as_completed
 
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -188,8 +196,8 @@ def run_cells_on(client, cells: list[Cell], run_dir: Path, run_id: str, *, timeo
         cell = cells[i]
         batch, digest, ref_rows, ref_solution = batches[cell.problem_key]
         resources = {"GPU": 1} if cell.device == "gpu" else None
-        future = client.submit(cell_task, cell, run_id, timeout, digest, ref_solution, key=f"cell-{run_id}-{cell.cell_id}",
-                               pure=False, resources=resources)
+        future = client.submit(cell_task, cell, run_id, timeout, digest, ref_solution, exclusive,
+                               key=f"cell-{run_id}-{cell.cell_id}", pure=False, resources=resources)
         futures[future] = i
         started[i] = time.perf_counter()
         if on_start:

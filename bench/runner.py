@@ -30,16 +30,18 @@ from .rundir import cell_finished, point_latest, read_cell, write_cell, write_ma
 def run_cells(cells: list[Cell], run_dir: Path, run_id: str, *, timeout: float = 600.0,
               resume: bool = False, cache_dir: Path | None = None,
               on_start: Callable[[Cell], None] | None = None,
-              on_done: Callable[[CellResult], None] | None = None, client=None) -> list[CellResult]:
+              on_done: Callable[[CellResult], None] | None = None, client=None,
+              exclusive: bool = False) -> list[CellResult]:
     """Run every cell (see module docstring); returns one ``CellResult`` per cell, in order.
 
     ``timeout`` is in seconds per cell (warm-up and repeats included). With a Dask
-    ``client`` the cells run on its cluster (``bench.cluster``), with the same isolation."""
+    ``client`` the cells run on its cluster (``bench.cluster``), with the same isolation;
+    ``exclusive`` then allows one cell per host at a time (locally there is only ever one)."""
     if client is not None:
         from .cluster import run_cells_on
 
         return run_cells_on(client, cells, run_dir, run_id, timeout=timeout, resume=resume, cache_dir=cache_dir,
-                            on_start=on_start, on_done=on_done)
+                            on_start=on_start, on_done=on_done, exclusive=exclusive)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "logs").mkdir(exist_ok=True)
     context = _RunContext(run_dir, run_id, host_environment(), cache_dir)

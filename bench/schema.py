@@ -33,7 +33,7 @@ COLUMNS: dict[str, str] = {
     "iterations": "int64", "objective": "float64", "outcome": "str", "error_type": "str", "error": "str",
     "repeats": "int64", "ms_batch_median": "float64", "ms_batch_min": "float64", "ms_batch_iqr": "float64",
     "first_call_ms": "float64", "compile_s": "float64", "ms_per_256": "float64", "us_per_lp": "float64",
-    "timestamp": "str",
+    "started": "str", "timestamp": "str",
 }
 #: timing columns a summary aggregates: summary column -> (row column, aggregation).
 TIMING = {"ms_per_256": ("ms_per_256", "median"), "us_per_lp": ("us_per_lp", "median"),

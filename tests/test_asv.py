@@ -74,7 +74,10 @@ def test_asv_run_quick_on_head(tmp_path):
     run = subprocess.run([*asv, "run", "--python=same", "--quick", "--machine", "ci", "--config", str(config),
                           "--set-commit-hash", commit, "--show-stderr"],
                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=1500)
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    lines = (run.stdout + run.stderr).splitlines()
+    trouble = [f"{i}: {line}" for i, line in enumerate(lines) if any(w in line for w in (
+        "failed", "Error", "Traceback", "timed out", "ERROR"))]  # what a failing asv run says, wherever it is
+    assert run.returncode == 0, "\n".join(trouble[:60]) + "\n...\n" + run.stdout[-3000:] + run.stderr[-3000:]
     files = [p for p in (tmp_path / "results" / "ci").glob("*.json") if p.name != "machine.json"]
     assert len(files) == 1, files
     results = json.loads(files[0].read_text())

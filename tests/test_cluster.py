@@ -167,3 +167,53 @@ def test_the_slurm_job_script_has_the_worker_command_resources_and_environment()
     assert "export DASK_DISTRIBUTED__WORKER__DAEMON=False" in script
     assert "export DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=1" in script
     assert sys.executable in script  # the nodes' python defaults to this one
+
+
+def _intervals(rows):
+    """(start, end) of every cell's computation, from its rows' ``started`` / ``timestamp``."""
+    import pandas as pd
+
+    cells = rows.drop_duplicates("cell_id")
+    return sorted(zip(pd.to_datetime(cells["started"]), pd.to_datetime(cells["timestamp"])))
+
+
+def test_exclusive_runs_one_cell_per_host_at_a_time(tmp_path, fake_plugins, monkeypatch):
+    """Two workers on one host: without --exclusive two sleepy cells overlap, with it none do."""
+    monkeypatch.setenv("FAKE_SLEEP_S", "2")
+    cells, _ = grid.expand(["planar-box"], ["fake-sleepy"], ["float64"], ["cpu"], [4, 5, 6, 7], 0, 1)
+    client, local_cluster = cluster.connect(None, 2)
+    try:
+        runner.run_cells(cells, tmp_path / "shared", "s", timeout=120, client=client)
+        runner.run_cells(cells, tmp_path / "exclusive", "e", timeout=120, client=client, exclusive=True)
+    finally:
+        client.close()
+        local_cluster.close()
+    overlaps = lambda spans: sum(b[0] < a[1] for a, b in zip(spans, spans[1:]))  # noqa: E731
+    assert overlaps(_intervals(report.load_runs([tmp_path / "shared"]))) >= 1
+    assert overlaps(_intervals(report.load_runs([tmp_path / "exclusive"]))) == 0
+
+
+@pytest.mark.serial  # kills the client once two cells are written: needs the run to progress as expected
+def test_the_client_killed_mid_run_then_resume_redoes_nothing_and_loses_nothing(tmp_path, loopback):
+    address, _procs = loopback
+    out = tmp_path / "runs"
+    args = [sys.executable, "-m", "bench.cli", "run", "--scheduler", address, "--family", "planar-box",
+            "--solver", "fake-sleepy", "--n", "4,5,6,7,8,9", "--repeats", "1", "--out", str(out), "--run-id", "r"]
+    client = subprocess.Popen(args, cwd=str(TESTS_DIR.parent), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    run = out / "r"
+    deadline = time.monotonic() + 240
+    while len(list(run.glob("*.json"))) < 3 and time.monotonic() < deadline:  # run.json + two cell manifests
+        time.sleep(0.2)
+    os.killpg(client.pid, signal.SIGKILL)
+    client.wait()
+    finished = {p.name: p.stat().st_mtime_ns for p in run.glob("*.parquet") if p.with_suffix(".json").exists()}
+    assert 2 <= len(finished) < 6
+    res = subprocess.run([*args, "--resume"], cwd=str(TESTS_DIR.parent), capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    files = sorted(p.name for p in run.glob("*.parquet"))
+    assert len(files) == 6
+    assert {name: (run / name).stat().st_mtime_ns for name in finished} == finished  # nothing redone
+    rows = report.load_runs([run])
+    assert len(rows) == 4 + 5 + 6 + 7 + 8 + 9 and rows.groupby("cell_id").size().max() <= 9  # nothing doubled
