@@ -110,9 +110,14 @@ def cell_task(cell: Cell, run_id: str, timeout: float, expected_hash: str, ref_s
     worker, pool = _worker_pool()
     work = Path(worker.local_directory) / "contactbench" / run_id
     (work / "logs").mkdir(parents=True, exist_ok=True)
-    batch = batch_for(cell)
     env = {**host_environment(), "env_worker": str(worker.name), "env_worker_address": str(worker.address)}
     name = batch_name(cell)
+    if (work / "batches" / f"{name}.json").exists():  # generated for an earlier cell of this run here
+        from problems import ProblemBatch
+
+        batch = ProblemBatch.load(work / "batches", name)
+    else:
+        batch = batch_for(cell)
     cache = work / "cache"
     if batch.content_hash() != expected_hash:
         state, reason = "failed", ("the worker generated other problems than the client (content hash differs): "
