@@ -28,15 +28,12 @@ import hashlib
 import json
 import os
 import warnings
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from problems import ProblemBatch, get_kind
-from problems.kinds._hold import LP_REFERENCE  # noqa: F401  (part of this module's API)
-from problems.kinds.qp import QP_REFERENCE, equalities_consistent  # noqa: F401
 from solvers import BatchSolution, Status
 
 from .rundir import write_bytes_atomic

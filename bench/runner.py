@@ -18,13 +18,12 @@ from typing import Callable
 
 import problems
 
-from .execute import (STALL_POLL, STALL_SECONDS, STARTUP_SECONDS, WORKER_XLA_FLAG, LocalPool,  # noqa: F401
-                      log_tail, worker_xla_flags)
-from .cell import CASES_PER_REPORT, CellResult, base_rows, batch_for, batch_name, failed_rows, solve_cell  # noqa: F401
+from .cell import CellResult, batch_for, batch_name, failed_rows  # (batch_for: asv's perf.py reads it here)
+from .execute import LocalPool, log_tail
 from .env import host_environment
 from .grid import Cell
 from .reference import reference
-from .rundir import cell_finished, point_latest, read_cell, write_cell, write_manifest  # noqa: F401
+from .rundir import cell_finished, read_cell, write_cell
 
 
 def run_cells(cells: list[Cell], run_dir: Path, run_id: str, *, timeout: float = 600.0,

@@ -18,7 +18,7 @@ from problems.kinds.exit import exit_outcomes, verify_exit
 from problems.kinds._hold import witness_check
 from problems.kinds.lp1 import VERDICTS, certificate_check, lp1_outcomes, verify_lp1
 from problems.kinds.qp import VERDICTS as QP_VERDICTS
-from problems.kinds.qp import _qp_certificate, _qp_dual, qp_objective, qp_outcomes, verify_qp
+from problems.kinds.qp import qp_objective, qp_outcomes, verify_qp
 from solvers import BatchSolution
 
 
@@ -38,5 +38,4 @@ __all__ = [
     "DEFAULT_TOLERANCES", "EXIT_VERDICTS", "OUTCOMES", "QP_VERDICTS", "Tolerances", "VERDICTS",
     "certificate_check", "certificate_passes", "exit_outcomes", "farkas_check", "judge", "lp1_outcomes",
     "qp_objective", "qp_outcomes", "verify", "verify_exit", "verify_lp1", "verify_qp", "witness_check",
-    "_qp_certificate", "_qp_dual",
 ]

@@ -231,7 +231,7 @@ def sample(n: int, seed: int, stance: str = "random", edges: int = 4,
     return scenes, pd.DataFrame(rows)
 
 
-def build(name: str, scenes, meta, kind: str, params) -> "ProblemBatch":
+def build(name: str, scenes, meta, kind: str, params):
     """``lp1``: the stance's hold test; ``qp``: inner pyramids; ``socp``: circular cones."""
     from .kinds import get_kind
 

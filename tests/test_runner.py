@@ -94,7 +94,7 @@ def test_resume_after_kill_loses_and_duplicates_nothing(tmp_path):
 
 
 def test_workers_get_single_threaded_eigen_unless_the_user_chose():
-    from bench.runner import WORKER_XLA_FLAG, worker_xla_flags
+    from bench.execute import WORKER_XLA_FLAG, worker_xla_flags
 
     assert worker_xla_flags(None) == WORKER_XLA_FLAG
     assert worker_xla_flags("--xla_dump_to=/tmp/x") == f"--xla_dump_to=/tmp/x {WORKER_XLA_FLAG}"
