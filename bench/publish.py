@@ -221,10 +221,15 @@ def _provenance(rows: pd.DataFrame, run_dirs: list[Path]) -> list[dict]:
     for run_id, grp in rows.groupby("run_id", sort=True):
         first = grp.iloc[0]
         m = manifests.get(str(run_id), {})
+        by_host = grp.groupby("env_host", sort=True) if "env_host" in grp else [("", grp)]
+        hosts = [{"host": str(host), "cells": str(h["cell_id"].nunique()),
+                  "env": {c[4:]: str(h.iloc[0][c]) for c in env_cols if pd.notna(h.iloc[0][c])}}
+                 for host, h in by_host]
+        cpus = sorted(map(str, grp["env_cpu"].dropna().unique())) if "env_cpu" in grp else []
         runs.append({
             "run_id": str(run_id), "date": str(m.get("started", first.get("timestamp", ""))),
-            "command": str(m.get("command", "")), "cells": str(grp["cell_id"].nunique()),
-            "env": {c[4:]: str(first[c]) for c in env_cols if pd.notna(first[c])},
+            "command": str(m.get("command", "")), "cells": str(grp["cell_id"].nunique()), "hosts": hosts,
+            "env": hosts[0]["env"], "mixed_cpus": cpus if len(cpus) > 1 else [],
         })
     return runs
 

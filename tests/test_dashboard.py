@@ -152,3 +152,26 @@ def test_publish_names_the_bad_run_directory(tmp_path):
         publish.publish([tmp_path / "empty"], tmp_path / "site")
     with pytest.raises(ProblemError, match="at least one run directory"):
         publish.publish([], tmp_path / "site")
+
+
+def test_a_run_measured_on_two_cpu_models_is_flagged_and_split_by_host(tmp_path):
+    """Issue 14: rows of one run from different CPU models are flagged on every page and
+    ranked per host, and the provenance lists each host's environment."""
+    from bench import grid, rundir, runner
+
+    cells, _ = grid.expand(["planar-box"], ["highs", "clarabel"], ["float64"], ["cpu"], [4], 0, 1)
+    results = runner.run_cells(cells, tmp_path / "run", "mixed", timeout=120)
+    other = results[1]
+    rundir.write_cell(other.rows.assign(env_host="node-b", env_cpu="Other CPU 9000"), other.path)
+    site = publish.publish([tmp_path / "run"], tmp_path / "site")
+    index = site.index.read_text()
+    assert 'class="warning mixed-cpus" data-run="mixed"' in index and "Other CPU 9000" in index
+    page = next(iter(site.family_pages.values())).read_text()
+    assert "mixed-cpus" in page and "@ node-b" in page  # configurations carry their host
+    provenance = index.split('id="provenance"')[1]
+    assert provenance.count("<td class=\"text\">mixed</td>") == 2 and "node-b" in provenance
+
+
+def test_a_run_on_one_cpu_model_is_not_flagged(published):
+    site, _rows = published
+    assert "mixed-cpus" not in site.index.read_text()
