@@ -56,6 +56,15 @@ def batch_name(cell: Cell) -> str:
     return hashlib.sha256(repr(cell.problem_key).encode()).hexdigest()[:16]
 
 
+def saved_or_new_batch(cell: Cell, folder: Path) -> tuple[problems.ProblemBatch, bool]:
+    """``(batch, saved)``: the cell's batch as an earlier cell saved it under ``folder``
+    (``saved`` True: the same bytes as before), else generated now (not yet saved)."""
+    name = batch_name(cell)
+    if (folder / f"{name}.json").exists():
+        return problems.ProblemBatch.load(folder, name), True
+    return batch_for(cell), False
+
+
 def base_rows(cell: Cell, batch: problems.ProblemBatch, ref: pd.DataFrame, env: dict[str, str],
               run_id: str) -> pd.DataFrame:
     """Identity, parameters (``meta_*``) and reference columns, one row per problem of the batch."""

@@ -31,7 +31,7 @@ import pandas as pd
 
 from solvers.errors import ProblemError
 
-from .cell import CellResult, batch_for, batch_name, failed_rows
+from .cell import CellResult, batch_for, batch_name, failed_rows, saved_or_new_batch
 from .env import host_environment
 from .grid import Cell
 from .reference import cached_reference, solve_reference, store_reference
@@ -111,23 +111,16 @@ def cell_task(cell: Cell, run_id: str, timeout: float, expected_hash: str, ref_s
     work = Path(worker.local_directory) / "contactbench" / run_id
     (work / "logs").mkdir(parents=True, exist_ok=True)
     env = {**host_environment(), "env_worker": str(worker.name), "env_worker_address": str(worker.address)}
-    name = batch_name(cell)
-    if (work / "batches" / f"{name}.json").exists():  # generated for an earlier cell of this run here
-        from problems import ProblemBatch
-
-        batch = ProblemBatch.load(work / "batches", name)
-    else:
-        batch = batch_for(cell)
+    batch, saved = saved_or_new_batch(cell, work / "batches")  # one generation per problem set and worker
     cache = work / "cache"
+    ref = store_reference(batch, ref_solution, cache_dir=cache)  # the child reads it back, re-verified
     if batch.content_hash() != expected_hash:
         state, reason = "failed", ("the worker generated other problems than the client (content hash differs): "
                                    "different contactbench versions on client and worker?")
-        rows = failed_rows(cell, batch, store_reference(batch, ref_solution, cache_dir=cache), env, run_id,
-                           state, reason)
+        rows = failed_rows(cell, batch, ref, env, run_id, state, reason)
     else:
-        if not (work / "batches" / f"{name}.json").exists():
-            batch.save(work / "batches", name)
-        store_reference(batch, ref_solution, cache_dir=cache)  # the child reads it back, re-verified
+        if not saved:  # only a batch whose hash matched is kept for the next cells
+            batch.save(work / "batches", batch_name(cell))
         out, log = work / f"{cell.cell_id}.parquet", work / "logs" / f"{cell.cell_id}.log"
         job = (cell, env, run_id, str(out), str(log), str(cache), str(work / "batches"))
         state, reason = pool.run(job, cell.dtype, timeout)
@@ -136,7 +129,6 @@ def cell_task(cell: Cell, run_id: str, timeout: float, expected_hash: str, ref_s
         else:
             from .execute import log_tail
 
-            ref = store_reference(batch, ref_solution, cache_dir=cache)
             reason = f"{reason or 'worker answered without writing results'}\n{log_tail(log)}"
             state = state if state != "done" else "crashed"
             rows = failed_rows(cell, batch, ref, env, run_id, state, reason)
@@ -184,14 +176,10 @@ def run_cells_on(client, cells: list[Cell], run_dir: Path, run_id: str, *, timeo
                 on_done(results[i])
             continue
         if cell.problem_key not in batches:
-            name, folder = batch_name(cell), run_dir / "batches"
-            if (folder / f"{name}.json").exists():
-                from problems import ProblemBatch
-
-                batch = ProblemBatch.load(folder, name)
-            else:
-                batch = batch_for(cell)
-                batch.save(folder, name)
+            folder = run_dir / "batches"
+            batch, saved = saved_or_new_batch(cell, folder)
+            if not saved:
+                batch.save(folder, batch_name(cell))
             batches[cell.problem_key] = [batch, batch.content_hash(), None, None]
         todo.append(i)
     _references(client, cells, batches, cache_dir)

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import problems
 
-from .cell import CellResult, batch_for, batch_name, failed_rows  # (batch_for: asv's perf.py reads it here)
+from .cell import CellResult, batch_for, batch_name, failed_rows, saved_or_new_batch  # noqa: F401  (batch_for: asv's perf.py reads it here)
 from .execute import LocalPool, log_tail
 from .env import host_environment
 from .grid import Cell
@@ -71,12 +70,10 @@ class _RunContext:
         """``(batch, reference rows)`` of the cell's problem set, saved under ``batches/`` once
         (a resumed run reads the saved bytes back)."""
         if cell.problem_key not in self.batches:
-            name, folder = batch_name(cell), self.run_dir / "batches"
-            if (folder / f"{name}.json").exists():
-                batch = problems.ProblemBatch.load(folder, name)
-            else:
-                batch = batch_for(cell)
-                batch.save(folder, name)
+            folder = self.run_dir / "batches"
+            batch, saved = saved_or_new_batch(cell, folder)
+            if not saved:
+                batch.save(folder, batch_name(cell))
             self.batches[cell.problem_key] = (batch, reference(batch, cache_dir=self.cache_dir))
         return self.batches[cell.problem_key]
 
