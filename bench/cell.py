@@ -36,7 +36,8 @@ CASES_PER_REPORT = 256
 @dataclass(frozen=True)
 class CellResult:
     """What the parent learnt of one cell: ``state`` is done, failed, timeout, crashed,
-    stalled or skipped; ``rows`` the cell's rows as written (None when skipped)."""
+    stalled, skipped (finished earlier) or unavailable (its worker lacks the adapter's
+    package); ``rows`` the cell's rows as written (None when skipped or unavailable)."""
 
     cell: Cell
     state: str

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import shlex
@@ -132,7 +133,7 @@ def run(
     run_id: Optional[str] = typer.Option(None, "--run-id", help="name of the run directory; default: a UTC timestamp"),
     resume: bool = typer.Option(False, "--resume", help="continue the run named by --run-id (default: out/latest), skipping finished cells"),
     preset: str = typer.Option("default", "--preset", help=f"one of {list(PRESETS)}"),
-    workers: Optional[int] = typer.Option(None, "--workers", help="run N cells at once on an embedded Dask LocalCluster of N single-threaded workers (timings then share the machine); default: one cell at a time in a local worker process"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="cells run at once on the embedded Dask LocalCluster (N single-threaded worker processes; with N > 1 the cells' timings share this machine's cores and memory bandwidth); default 1"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="address of an existing Dask scheduler, e.g. tcp://HOST:8786: the cells run on its workers, results are written here"),
     exclusive: bool = typer.Option(False, "--exclusive", help="with --scheduler or --workers: at most one timed cell per host at a time (publishable timings on shared nodes)"),
 ) -> None:
@@ -169,29 +170,31 @@ def run(
     check_problem_params(cells)
     if workers is not None and scheduler:
         _fail("--workers: not with --scheduler (the cluster's workers run the cells)")
-    client = _dask_client(scheduler, workers) if (workers is not None or scheduler) else None
-    try:
-        _execute(ctx, cells, skipped, out, run_id, resume, timeout if timeout is not None else conf["timeout"],
-                 client, exclusive)
-    finally:
-        if client is not None:
-            cluster = client.cluster if getattr(client, "cluster", None) is not None and not scheduler else None
-            client.close()
-            if cluster is not None:
-                cluster.close()
+    _execute(ctx, cells, skipped, out, run_id, resume, timeout if timeout is not None else conf["timeout"],
+             scheduler=scheduler, workers=workers, exclusive=exclusive)
 
 
-def _dask_client(scheduler: Optional[str], workers: Optional[int]):
-    """A Dask client (``bench.cluster.connect``); exit 2 naming the option when it cannot be had."""
+def _dask_client(stack: contextlib.ExitStack, scheduler: Optional[str], workers: Optional[int], cells: list):
+    """A Dask client (``bench.cluster.connect``; an embedded cluster's workers get the GPUs
+    seen here when ``cells`` need one), closed (with its embedded cluster) when ``stack``
+    closes; exit 2 naming the option when it cannot be had."""
     from . import cluster
 
     try:
-        client, _local = cluster.connect(scheduler, workers if workers is not None else 1)
+        client, local = cluster.connect(scheduler, workers if workers is not None else 1,
+                                        None if scheduler else cluster.local_resources(cells))
     except BenchError as exc:
         _fail(str(exc))
-    where = scheduler or f"embedded LocalCluster, {workers} worker(s)"
-    console.print(f"Dask: {escape(where)}" + (f"; dashboard {escape(client.dashboard_link)}"
-                                               if getattr(client, "dashboard_link", None) else ""))
+    if local is not None:
+        stack.callback(local.close)
+    stack.callback(client.close)
+    where = scheduler or f"embedded LocalCluster, {workers or 1} worker process(es)"
+    import importlib.util
+
+    # the embedded cluster serves its dashboard when bokeh is installed here (a remote scheduler: its own)
+    served = scheduler or importlib.util.find_spec("bokeh") is not None
+    link = getattr(client, "dashboard_link", None) if served else None
+    console.print(f"Dask: {escape(where)}" + (f"; dashboard {escape(link)}" if link else ""))
     return client
 
 
@@ -238,13 +241,16 @@ def _write_failed(run_dir: Path, exc: OSError) -> None:
     raise typer.Exit(1)
 
 
-def _engine(client) -> dict:
-    """How the cells ran, for the manifest: local worker processes, or a Dask cluster."""
-    if client is None:
-        return {"kind": "local", "cells_at_once": 1}
+def _engine(client, embedded: bool) -> dict:
+    """How the cells ran, for the manifest: the Dask cluster (embedded or not), its workers
+    and how many cells it runs at once (more than one per host: timings share the host)."""
     info = client.scheduler_info()
-    return {"kind": "dask", "scheduler": str(client.scheduler.address), "workers": len(info.get("workers", {})),
-            "cells_at_once": sum(w.get("nthreads", 1) for w in info.get("workers", {}).values())}
+    workers = info.get("workers", {}).values()
+    hosts = {w.get("host") for w in workers}
+    at_once = sum(w.get("nthreads", 1) for w in workers)
+    return {"kind": "dask", "embedded": embedded, "scheduler": str(client.scheduler.address),
+            "workers": len(workers), "cells_at_once": at_once, "hosts": len(hosts),
+            "timings_share_a_host": at_once > len(hosts)}
 
 
 def _cell_title(cell: grid.Cell) -> str:
@@ -253,23 +259,34 @@ def _cell_title(cell: grid.Cell) -> str:
 
 
 def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: Optional[str], resume: bool,
-             timeout: float, client=None, exclusive: bool = False) -> Path:
-    """Run ``cells`` into a run directory under ``out`` with progress output; print the summary."""
-    check_out_writable(out)
-    try:
-        run_dir = rundir.open_run_dir(out, run_id, resume)
-    except BenchError as exc:
-        _fail(str(exc))
+             timeout: float, scheduler: Optional[str] = None, workers: Optional[int] = None,
+             exclusive: bool = False) -> Path:
+    """Run ``cells`` into a run directory under ``out`` on Dask (the cluster at ``scheduler``,
+    else an embedded one of ``workers`` processes) with progress output; print the summary."""
+    with contextlib.ExitStack() as stack:
+        client = _dask_client(stack, scheduler, workers, cells)  # first: an unreachable --scheduler creates nothing
+        check_out_writable(out)
+        try:
+            run_dir = rundir.open_run_dir(out, run_id, resume)
+        except BenchError as exc:
+            _fail(str(exc))
+        return _execute_on(ctx, client, not scheduler, cells, skipped, run_dir, out, resume, timeout, exclusive)
+
+
+def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped: list, run_dir: Path, out: Path,
+                resume: bool, timeout: float, exclusive: bool) -> Path:
+    """``_execute`` once the run directory is chosen and the Dask client connected."""
     name = run_dir.name
     command = _command_line(ctx)
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
-        rundir.write_manifest(run_dir, {
+        manifest = {
             "run_id": name, "command": command, "started": datetime.now(timezone.utc).isoformat(),
             "cells": [c.to_dict() for c in cells], "skipped": skipped,
             "tolerances": DEFAULT_TOLERANCES.as_dict(),
-            "engine": {**_engine(client), "exclusive": exclusive},
-        })
+            "engine": {**_engine(client, embedded), "exclusive": exclusive},
+        }
+        rundir.write_manifest(run_dir, manifest)
         rundir.point_latest(out, run_dir)
     except OSError as exc:
         _write_failed(run_dir, exc)
@@ -289,6 +306,8 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
             head = escape(_cell_title(c))
             if result.state == "skipped":
                 progress.console.print(f"[dim]= {head}: already done[/]")
+            elif result.state == "unavailable":
+                progress.console.print(f"[dim]skip {head}: {escape(result.reason)}[/]")
             elif result.state == "done":
                 r = result.rows
                 counts = r["outcome"].value_counts()
@@ -307,12 +326,23 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
                                        on_start=started, on_done=done)
         except OSError as exc:  # disk full, folder made read-only mid-run: finished cells stay
             _write_failed(run_dir, exc)
-    rows = report.load_runs([run_dir])
-    summary = report.summarize(rows)
-    _print_summary(summary)
-    bad = [r for r in results if r.state not in ("done", "skipped")]
-    console.print(f"results: {run_dir}  ({len(results) - len(bad)} cells ok, {len(bad)} failed)")
-    if results and len(bad) == len(results):
+    unavailable = [r for r in results if r.state == "unavailable"]
+    ran = [r for r in results if r.state != "unavailable"]
+    if unavailable:  # recorded beside the grid's own skips
+        manifest["skipped"] = [*skipped, *([_cell_title(r.cell), r.reason] for r in unavailable)]
+        try:
+            rundir.write_manifest(run_dir, manifest)
+        except OSError as exc:
+            _write_failed(run_dir, exc)
+    if ran:
+        _print_summary(report.summarize(report.load_runs([run_dir])))
+    bad = [r for r in ran if r.state not in ("done", "skipped")]
+    console.print(f"results: {run_dir}  ({len(ran) - len(bad)} cells ok, {len(bad)} failed"
+                  + (f", {len(unavailable)} unavailable on their worker)" if unavailable else ")"))
+    if results and not ran:
+        console.print("[bold red]error:[/] no cell could run: their workers lack the adapters' packages")
+        raise typer.Exit(1)
+    if ran and len(bad) == len(ran):
         console.print("[bold red]error:[/] every cell failed")
         raise typer.Exit(1)
     return run_dir

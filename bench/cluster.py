@@ -11,31 +11,35 @@ bytes). Problem arrays never travel through the scheduler. The client alone writ
 cell, atomically, under ``results/runs/<run_id>/``.
 
 Placement: a ``gpu`` cell asks for the worker resource ``GPU`` (one cell per GPU at a
-time); every cell asks for one ``CELL`` slot when the workers declare it (``--exclusive``:
-one timed cell per host). A worker that dies is survived: the scheduler retries its cell
-once on another worker (``distributed.scheduler.allowed-failures`` = 1 in the embedded
-cluster), then the cell is recorded ``failed`` with the reason.
+time); with ``--exclusive`` a cell holds a cluster-wide ``distributed.Lock`` named after its
+host while it runs (one timed cell per host). A worker that dies is survived: the scheduler
+retries its cell once on another worker (``distributed.scheduler.allowed-failures`` = 1,
+``DASK_CONFIG``), then the cell is recorded ``failed`` with the reason. The reference
+answers a cell is judged against travel with its task (a few values per case); problem
+arrays never do. ``bench.runner`` is the client side.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import io
 import logging
 import os
 import socket
-import time
+import uuid
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
 from solvers.errors import ProblemError
 
-from .cell import CellResult, batch_for, batch_name, failed_rows, saved_or_new_batch
+from .cell import batch_for, batch_name, failed_rows, saved_or_new_batch
 from .env import host_environment
 from .grid import Cell
 from .reference import cached_reference, solve_reference, store_reference
-from .rundir import cell_finished, read_cell, write_cell
+from .rundir import read_cell
 
 #: seconds the client waits for an existing scheduler before giving up (exit 2)
 CONNECT_TIMEOUT = 10.0
@@ -46,6 +50,9 @@ DASK_CONFIG = {
     "distributed.worker.daemon": False,
     # a cell whose worker died is retried once on another worker, then reported KilledWorker
     "distributed.scheduler.allowed-failures": 1,
+    # a worker holds only the cells it runs (one per thread), not a queue of them: a cell
+    # waits at the scheduler, so a worker that dies takes only its running cell along
+    "distributed.scheduler.worker-saturation": 1.0,
 }
 
 
@@ -68,9 +75,40 @@ def connect(scheduler: str | None = None, workers: int = 1, resources: dict[str,
     if not isinstance(workers, int) or workers < 1:
         raise ProblemError(f"--workers: expected an integer >= 1, got {workers!r}")
     with dask.config.set(DASK_CONFIG):
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                                resources=resources, silence_logs=logging.ERROR)
         return Client(cluster, set_as_default=False), cluster
+
+
+def local_resources(cells: list[Cell]) -> dict[str, float] | None:
+    """Resources of an embedded cluster's worker for ``cells``: ``GPU`` = the GPUs JAX sees
+    here when a cell needs one (JAX is imported only then), else none."""
+    from .env import gpu_count
+
+    return {"GPU": gpu_count()} if any(c.device == "gpu" for c in cells) else None
+
+
+def no_gpu_reason(client) -> str | None:
+    """Why no ``gpu`` cell can run on the cluster of ``client`` (no worker declares the
+    resource ``GPU``), or None."""
+    workers = client.scheduler_info().get("workers", {}).values()
+    if any(w.get("resources", {}).get("GPU", 0) > 0 for w in workers):
+        return None
+    return ("no worker of the Dask cluster has a GPU (the worker resource GPU): start one worker per GPU "
+            "with --resources GPU=1")
+
+
+@contextlib.contextmanager
+def embedded(workers: int = 1, resources: dict[str, float] | None = None):
+    """A client of a new embedded ``LocalCluster`` (see ``connect``), closed with its cluster
+    on leaving the block. Its worker processes also die with this process (SIGKILL included):
+    Dask's nanny watches its parent, and a cell's child process has ``PR_SET_PDEATHSIG``."""
+    client, cluster = connect(None, workers, resources)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
 
 
 # ------------------------------------------------------------------ worker side
@@ -97,17 +135,25 @@ def reference_task(cell: Cell, expected_hash: str):
     return solve_reference(batch)
 
 
-def cell_task(cell: Cell, run_id: str, timeout: float, expected_hash: str, ref_solution,
-              exclusive: bool = False) -> dict[str, Any]:
-    """On a worker: run one cell in a supervised child process and return ``state``,
-    ``reason``, ``rows`` (Arrow IPC bytes), ``host`` and ``worker``. With ``exclusive`` the
-    cell holds the cluster-wide lock of its host while it runs: one timed cell per host."""
+def cell_task(cell: Cell, run_id: str, timeout: float, stall: float, expected_hash: str, ref_solution,
+              exclusive: bool = False, topic: str | None = None) -> dict[str, Any]:
+    """On a worker: run one cell in a supervised child process (``timeout`` and ``stall`` in
+    seconds, see ``bench.execute``) and return ``state``, ``reason``, ``rows`` (Arrow IPC
+    bytes), ``log`` (the tail of the cell's output), ``host`` and ``worker``. With
+    ``exclusive`` the cell holds the cluster-wide lock of its host while it runs: one timed
+    cell per host. The cell's key is announced on the event ``topic`` when it starts."""
     if exclusive:
         from distributed import Lock
 
         with Lock(f"contactbench-host-{os.environ.get('CONTACTBENCH_HOST') or socket.gethostname()}"):
-            return cell_task(cell, run_id, timeout, expected_hash, ref_solution, exclusive=False)
+            return cell_task(cell, run_id, timeout, stall, expected_hash, ref_solution, False, topic)
     worker, pool = _worker_pool()
+    if topic:
+        worker.log_event(topic, worker.get_current_task())
+    missing = _missing_adapter(cell)
+    if missing:  # as on one machine: skipped with the reason, not counted against the solver
+        return {"state": "unavailable", "reason": f"on worker {worker.name} ({socket.gethostname()}): {missing}",
+                "rows": None, "log": "", "host": socket.gethostname(), "worker": str(worker.name)}
     work = Path(worker.local_directory) / "contactbench" / run_id
     (work / "logs").mkdir(parents=True, exist_ok=True)
     env = {**host_environment(), "env_worker": str(worker.name), "env_worker_address": str(worker.address)}
@@ -123,7 +169,7 @@ def cell_task(cell: Cell, run_id: str, timeout: float, expected_hash: str, ref_s
             batch.save(work / "batches", batch_name(cell))
         out, log = work / f"{cell.cell_id}.parquet", work / "logs" / f"{cell.cell_id}.log"
         job = (cell, env, run_id, str(out), str(log), str(cache), str(work / "batches"))
-        state, reason = pool.run(job, cell.dtype, timeout)
+        state, reason = pool.run(job, cell.dtype, timeout, stall)
         if state == "done" and out.exists():
             rows = read_cell(out)
         else:
@@ -134,8 +180,34 @@ def cell_task(cell: Cell, run_id: str, timeout: float, expected_hash: str, ref_s
             rows = failed_rows(cell, batch, ref, env, run_id, state, reason)
         for path in (out, out.with_suffix(".json")):
             path.unlink(missing_ok=True)
-    return {"state": state, "reason": reason, "rows": _to_arrow(rows), "host": socket.gethostname(),
+    log = _read_tail(work / "logs" / f"{cell.cell_id}.log")
+    return {"state": state, "reason": reason, "rows": _to_arrow(rows), "log": log, "host": socket.gethostname(),
             "worker": str(worker.name)}
+
+
+def _missing_adapter(cell: Cell) -> str | None:
+    """Why this worker cannot run the cell's adapter (its package is missing), or None."""
+    import solvers
+    from solvers.errors import SolverNotAvailable
+
+    try:
+        solvers.adapter_class(cell.adapter_spec.name).check_available()
+    except SolverNotAvailable as exc:
+        return str(exc)
+    return None
+
+
+#: at most this many characters of a cell's output travel back to the client
+LOG_CHARS = 200_000
+
+
+def _read_tail(path: Path) -> str:
+    """The last ``LOG_CHARS`` characters of a log file ('' when there is none)."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return text if len(text) <= LOG_CHARS else f"[... {len(text) - LOG_CHARS} characters cut]\n" + text[-LOG_CHARS:]
 
 
 def _to_arrow(rows: pd.DataFrame) -> bytes:
@@ -148,78 +220,17 @@ def _to_arrow(rows: pd.DataFrame) -> bytes:
     return sink.getvalue()
 
 
-def _from_arrow(data: bytes) -> pd.DataFrame:
+def from_arrow(data: bytes) -> pd.DataFrame:
+    """The rows a ``cell_task`` returned (Arrow IPC stream bytes) as a DataFrame."""
     import pyarrow as pa
 
     return pa.ipc.open_stream(io.BytesIO(data)).read_all().to_pandas()
 
 
 # ------------------------------------------------------------------ client side
-def run_cells_on(client, cells: list[Cell], run_dir: Path, run_id: str, *, timeout: float, resume: bool,
-                 cache_dir: Path | None = None, on_start: Callable[[Cell], None] | None = None,
-                 on_done: Callable[[CellResult], None] | None = None, exclusive: bool = False) -> list[CellResult]:
-    """Run ``cells`` on the Dask cluster of ``client`` (see module docstring); one
-    ``CellResult`` per cell, in order. Finished cells of a resumed run are skipped;
-    ``exclusive``: at most one cell runs per host at a time (publishable timings)."""
-    from distributed import as_completed
-
-    run_dir.mkdir(parents=True, exist_ok=True)
-    env = host_environment()
-    results: dict[int, CellResult] = {}
-    batches: dict[tuple, tuple] = {}
-    todo = []
-    for i, cell in enumerate(cells):
-        path = run_dir / f"{cell.cell_id}.parquet"
-        if resume and cell_finished(path):
-            results[i] = CellResult(cell, "skipped", path, None, 0.0, "finished in an earlier attempt")
-            if on_done:
-                on_done(results[i])
-            continue
-        if cell.problem_key not in batches:
-            folder = run_dir / "batches"
-            batch, saved = saved_or_new_batch(cell, folder)
-            if not saved:
-                batch.save(folder, batch_name(cell))
-            batches[cell.problem_key] = [batch, batch.content_hash(), None, None]
-        todo.append(i)
-    _references(client, cells, batches, cache_dir)
-    futures = {}
-    started = {}
-    for i in todo:
-        cell = cells[i]
-        batch, digest, ref_rows, ref_solution = batches[cell.problem_key]
-        resources = {"GPU": 1} if cell.device == "gpu" else None
-        future = client.submit(cell_task, cell, run_id, timeout, digest, ref_solution, exclusive,
-                               key=f"cell-{run_id}-{cell.cell_id}", pure=False, resources=resources)
-        futures[future] = i
-        started[i] = time.perf_counter()
-        if on_start:
-            on_start(cell)
-    for future in as_completed(list(futures), loop=client.loop):
-        i = futures[future]
-        cell = cells[i]
-        path = run_dir / f"{cell.cell_id}.parquet"
-        batch, _digest, ref_rows, _solution = batches[cell.problem_key]
-        try:
-            answer = future.result()
-            state, reason, rows = answer["state"], answer["reason"], _from_arrow(answer["rows"])
-        except Exception as exc:  # KilledWorker (the worker died twice), a lost connection, ...
-            state = "crashed"
-            reason = f"the Dask task failed: {type(exc).__name__}: {exc}"
-            rows = failed_rows(cell, batch, ref_rows, env, run_id, state, reason)
-        write_cell(rows, path)
-        rows = read_cell(path)
-        if state == "done" and (rows["error_type"] != "").any():
-            state, reason = "failed", str(rows["error"].iloc[0]).splitlines()[0]
-        results[i] = CellResult(cell, state, path, rows, time.perf_counter() - started[i], reason)
-        if on_done:
-            on_done(results[i])
-    return [results[i] for i in range(len(cells))]
-
-
-def _references(client, cells: list[Cell], batches: dict, cache_dir: Path | None) -> None:
-    """Fill each problem set's reference rows and answers: from the client's cache, or
-    computed as Dask tasks (once per problem set) and cached here."""
+def references(client, cells: list[Cell], batches: dict, cache_dir: Path | None) -> None:
+    """Fill each problem set's reference rows and answers (``batches[key][2:4]``): from the
+    client's cache, or computed as Dask tasks (once per problem set) and cached here."""
     from .reference import _load_solution, cache_path
 
     pending = {}
@@ -233,11 +244,22 @@ def _references(client, cells: list[Cell], batches: dict, cache_dir: Path | None
             entry[2], entry[3] = rows, _load_solution(cache_path(batch, cache_dir=cache_dir))[0]
         else:
             pending[cell.problem_key] = client.submit(reference_task, cell, digest, pure=False,
-                                                      key=f"reference-{batch_name(cell)}-{os.getpid()}")
+                                                      key=f"contactbench-reference-{uuid.uuid4().hex}")
     for key, future in pending.items():
         solution = future.result()
         entry = batches[key]
         entry[2], entry[3] = store_reference(entry[0], solution, cache_dir=cache_dir), solution
+
+
+def cell_key(run_id: str, cell: Cell) -> str:
+    """The Dask key of a cell's task: one key group (``contactbench-cell``) for every cell, so
+    that the scheduler queues them and hands a worker only as many as it has threads."""
+    return f"contactbench-cell-{hashlib.sha256(f'{run_id}/{cell.cell_id}'.encode()).hexdigest()[:32]}"
+
+
+def start_topic(run_id: str) -> str:
+    """The Dask event topic on which a worker announces the key of each cell it starts."""
+    return f"contactbench-start-{run_id}"
 
 
 # ------------------------------------------------------------------ HPC clusters
@@ -260,7 +282,10 @@ def slurm_cluster(jobs: int, cores: int, memory: str, gpus: int = 0, walltime: s
         "CONTACTBENCH_CACHE": "${TMPDIR:-/tmp}/contactbench-cache", **(env or {})}.items())]
     extra_directives = [f"--gres=gpu:{gpus}"] if gpus else []
     worker_args = ["--nthreads", "1"] + (["--resources", "GPU=1"] if gpus else [])  # (the last --nthreads wins)
-    return SLURMCluster(cores=cores, processes=processes, memory=memory, walltime=walltime, queue=queue,
-                        account=account, python=python, job_extra_directives=extra_directives,
-                        worker_extra_args=worker_args, job_script_prologue=prologue, n_workers=0,
-                        job_name="contactbench")
+    import dask
+
+    with dask.config.set(DASK_CONFIG):  # the scheduler runs in this process
+        return SLURMCluster(cores=cores, processes=processes, memory=memory, walltime=walltime, queue=queue,
+                            account=account, python=python, job_extra_directives=extra_directives,
+                            worker_extra_args=worker_args, job_script_prologue=prologue, n_workers=0,
+                            job_name="contactbench")

@@ -67,11 +67,16 @@ def jax_devices() -> str:
     return ",".join(f"{d.platform}:{d}" for d in jax.devices())
 
 
-def has_gpu() -> bool:
-    """True when JAX sees a GPU here."""
+def gpu_count() -> int:
+    """How many GPUs JAX sees here (0 without JAX or a GPU backend)."""
     try:
         import jax
 
-        return bool(jax.devices("gpu"))
+        return len(jax.devices("gpu"))
     except Exception:  # no jax, or no GPU backend
-        return False
+        return 0
+
+
+def has_gpu() -> bool:
+    """True when JAX sees a GPU here."""
+    return gpu_count() > 0

@@ -7,8 +7,10 @@ that uses no CPU for ``STALL_SECONDS`` (a wedged XLA runtime) is killed and the 
 once in a fresh worker. Workers die with the parent (``PR_SET_PDEATHSIG``) and never write
 once it is gone; a worker's start-up is waited for before a cell's clock starts.
 
-``LocalPool.run(job)`` is the interface the runner uses; the Dask backend (issue 14)
-replaces this pool behind it.
+Each Dask worker of a run (``bench.cluster.cell_task``) keeps one ``LocalPool`` and runs
+its cells through ``LocalPool.run(job, dtype, timeout, stall)``. (``PR_SET_PDEATHSIG``
+follows the thread that started the child: a Dask worker's task threads live as long as
+the worker.)
 """
 
 from __future__ import annotations
@@ -186,17 +188,18 @@ class LocalPool:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def run(self, job: tuple, dtype: str, timeout: float) -> tuple[str, str]:
-        """Run ``job`` (see ``_serve``) in the worker of ``dtype``: ``done``, ``timeout``,
-        ``stalled`` (also on the retry in a fresh worker) or ``crashed``. A worker that did
-        not finish cleanly is replaced for the next job."""
+    def run(self, job: tuple, dtype: str, timeout: float, stall: float | None = None) -> tuple[str, str]:
+        """Run ``job`` (see ``_serve``) in the worker of ``dtype``: ``done``, ``timeout``
+        (seconds), ``stalled`` (no CPU for ``stall`` seconds, default ``STALL_SECONDS``, also
+        on the retry in a fresh worker) or ``crashed``. A worker that did not finish cleanly
+        is replaced for the next job."""
         worker = self.workers.get(dtype)
         if worker is None or not worker.alive:
             worker = self.workers[dtype] = _Worker(self.ctx)
-        state, reason = worker.run(job, timeout)
+        state, reason = worker.run(job, timeout, stall)
         if state == "stalled":  # wedged, not slow: once more in a fresh worker
             worker = self.workers[dtype] = _Worker(self.ctx)
-            state, reason = worker.run(job, timeout)
+            state, reason = worker.run(job, timeout, stall)
             if state != "done":
                 reason = f"{reason} (also on a retry in a fresh worker)"
         if state != "done":

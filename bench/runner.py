@@ -1,100 +1,166 @@
-"""Run cells into a run directory: one parquet file per finished cell, nothing lost.
+"""Run cells into a run directory on Dask: one parquet file per finished cell, nothing lost.
+
+There is one engine. Without a ``client`` the cells run on an embedded ``LocalCluster`` of
+one single-threaded worker process (one cell at a time, started here and stopped with the
+run); with one, on that client's cluster (``--workers N``, ``--scheduler ADDR``).
 
 For each cell, in order: skip it when ``resume`` and its file reads back as its manifest
-says; else save its batch once per distinct problem set (``batches/``) and compute the
-float64 reference here, once per problem set, before any worker needs it; run it on the
-execution backend (``bench.execute``: isolated worker processes, timeout, stall detection)
-which computes it (``bench.cell.solve_cell``) and writes ``<cell_id>.parquet``; a cell that
-hangs, crashes or wedges becomes ``failed`` rows carrying the reason and the worker's log
-tail. The run directory's layout and files are ``bench.rundir``'s.
+says; else generate (or read back) its problem set once per run, saved under ``batches/``,
+and the problem set's float64 reference, from the reference cache or computed as a Dask
+task once per problem set. Each cell is one Dask task (``bench.cluster.cell_task``) that
+regenerates the problems on its worker, checks their content hash and runs the cell in a
+supervised child process (``bench.execute``: timeout, crash, stall); the rows come back as
+Arrow and are written here, atomically, with the cell's log under ``logs/``. A cell that
+hangs, crashes or wedges, or whose worker dies twice, becomes ``failed`` rows carrying the
+reason. The run directory's layout and files are ``bench.rundir``'s.
 """
 
 from __future__ import annotations
 
+import contextlib
+import queue
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-
-from .cell import CellResult, batch_for, batch_name, failed_rows, saved_or_new_batch  # noqa: F401  (batch_for: asv's perf.py reads it here)
-from .execute import LocalPool, log_tail
+from .cell import CellResult, batch_name, failed_rows, saved_or_new_batch
 from .env import host_environment
 from .grid import Cell
-from .reference import reference
-from .rundir import cell_finished, read_cell, write_cell
+from .rundir import cell_finished, read_cell, write_bytes_atomic, write_cell
+
+#: seconds between two looks at the cluster for finished and newly started cells
+POLL_SECONDS = 0.05
 
 
 def run_cells(cells: list[Cell], run_dir: Path, run_id: str, *, timeout: float = 600.0,
               resume: bool = False, cache_dir: Path | None = None,
               on_start: Callable[[Cell], None] | None = None,
               on_done: Callable[[CellResult], None] | None = None, client=None,
-              exclusive: bool = False) -> list[CellResult]:
+              exclusive: bool = False, stall_seconds: float | None = None) -> list[CellResult]:
     """Run every cell (see module docstring); returns one ``CellResult`` per cell, in order.
 
-    ``timeout`` is in seconds per cell (warm-up and repeats included). With a Dask
-    ``client`` the cells run on its cluster (``bench.cluster``), with the same isolation;
-    ``exclusive`` then allows one cell per host at a time (locally there is only ever one)."""
-    if client is not None:
-        from .cluster import run_cells_on
+    ``timeout`` is in seconds per cell (warm-up and repeats included); ``stall_seconds``
+    (default ``bench.execute.STALL_SECONDS``) is how long a cell's process may use no CPU
+    before it counts as wedged. ``client``: a Dask client (default: an embedded
+    ``LocalCluster``, one cell at a time); ``exclusive``: at most one cell per host at a
+    time. ``on_start`` is called when a worker starts a cell, ``on_done`` when its rows are
+    written. A cell whose adapter a worker lacks comes back ``unavailable`` with the reason
+    and writes nothing (as ``grid.expand`` skips it on one machine)."""
+    from . import cluster, execute
 
-        return run_cells_on(client, cells, run_dir, run_id, timeout=timeout, resume=resume, cache_dir=cache_dir,
-                            on_start=on_start, on_done=on_done, exclusive=exclusive)
+    stall = execute.STALL_SECONDS if stall_seconds is None else float(stall_seconds)
+    with contextlib.ExitStack() as stack:
+        if client is None:
+            client = stack.enter_context(cluster.embedded(workers=1, resources=cluster.local_resources(cells)))
+        return _run_on(client, cells, run_dir, run_id, timeout=timeout, stall=stall, resume=resume,
+                       cache_dir=cache_dir, on_start=on_start, on_done=on_done, exclusive=exclusive)
+
+
+def _run_on(client, cells: list[Cell], run_dir: Path, run_id: str, *, timeout: float, stall: float, resume: bool,
+            cache_dir: Path | None, on_start, on_done, exclusive: bool) -> list[CellResult]:
+    """``run_cells`` on the cluster of ``client``."""
+    from distributed import as_completed
+
+    from . import cluster
+
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "logs").mkdir(exist_ok=True)
-    context = _RunContext(run_dir, run_id, host_environment(), cache_dir)
-    results = []
-    with LocalPool() as pool:
-        for cell in cells:
-            if on_start:
-                on_start(cell)
-            result = _run_one(cell, context, pool, timeout, resume)
+    env = host_environment()
+    results: dict[int, CellResult] = {}
+    batches: dict[tuple, list] = {}  # problem key -> [batch, content hash, reference rows, reference answers]
+    todo = []
+    for i, cell in enumerate(cells):
+        path = run_dir / f"{cell.cell_id}.parquet"
+        if resume and cell_finished(path):
+            results[i] = CellResult(cell, "skipped", path, None, 0.0, "finished in an earlier attempt")
             if on_done:
-                on_done(result)
-            results.append(result)
-    return results
-
-
-@dataclass
-class _RunContext:
-    """What every cell of a run shares: its directory, id, host environment, reference
-    cache and the batches (with references) already prepared."""
-
-    run_dir: Path
-    run_id: str
-    env: dict[str, str]
-    cache_dir: Path | None
-    batches: dict = field(default_factory=dict)
-
-    def batch(self, cell: Cell):
-        """``(batch, reference rows)`` of the cell's problem set, saved under ``batches/`` once
-        (a resumed run reads the saved bytes back)."""
-        if cell.problem_key not in self.batches:
-            folder = self.run_dir / "batches"
+                on_done(results[i])
+            continue
+        if cell.problem_key not in batches:
+            folder = run_dir / "batches"
             batch, saved = saved_or_new_batch(cell, folder)
             if not saved:
                 batch.save(folder, batch_name(cell))
-            self.batches[cell.problem_key] = (batch, reference(batch, cache_dir=self.cache_dir))
-        return self.batches[cell.problem_key]
+            batches[cell.problem_key] = [batch, batch.content_hash(), None, None]
+        todo.append(i)
+    no_gpu = cluster.no_gpu_reason(client) if any(cells[i].device == "gpu" for i in todo) else None
+    if no_gpu:  # a GPU cell would wait for ever for a worker that has one
+        for i in [i for i in todo if cells[i].device == "gpu"]:
+            results[i] = CellResult(cells[i], "unavailable", None, None, 0.0, no_gpu)
+            todo.remove(i)
+            if on_done:
+                on_done(results[i])
+    cluster.references(client, [cells[i] for i in todo], batches, cache_dir)
+
+    starts: queue.Queue = queue.Queue()  # keys of cells a worker has started (Dask events)
+    topic = cluster.start_topic(run_id)
+    client.subscribe_topic(topic, lambda event: starts.put(event[1]))
+    futures, keys, submitted, started = {}, {}, {}, {}
+    try:
+        for i in todo:
+            cell = cells[i]
+            _batch, digest, _rows, ref_solution = batches[cell.problem_key]
+            key = cluster.cell_key(run_id, cell)
+            future = client.submit(cluster.cell_task, cell, run_id, timeout, stall, digest, ref_solution, exclusive,
+                                   topic, key=key, pure=False,
+                                   resources={"GPU": 1} if cell.device == "gpu" else None)
+            futures[future], keys[key], submitted[i] = i, i, time.perf_counter()
+        finished = as_completed(list(futures), loop=client.loop)
+        while not finished.is_empty():
+            _announce(starts, keys, cells, started, on_start)
+            batch_done = finished.next_batch(block=False)
+            if not batch_done:
+                time.sleep(POLL_SECONDS)
+                continue
+            for future in batch_done:
+                i = futures[future]
+                results[i] = _collect(future, cells[i], run_dir, run_id, batches, env,
+                                      time.perf_counter() - started.get(i, submitted[i]))
+                _announce(starts, keys, cells, started, on_start)
+                if i not in started and on_start:  # finished before its start event arrived
+                    started[i] = submitted[i]
+                    on_start(cells[i])
+                if on_done:
+                    on_done(results[i])
+    finally:
+        client.unsubscribe_topic(topic)
+    return [results[i] for i in range(len(cells))]
 
 
-def _run_one(cell: Cell, context: _RunContext, pool: LocalPool, timeout: float, resume: bool) -> CellResult:
-    """Run one cell on the pool and return what the parent learnt."""
-    path = context.run_dir / f"{cell.cell_id}.parquet"
-    started = time.perf_counter()
-    if resume and cell_finished(path):
-        return CellResult(cell, "skipped", path, None, 0.0, "finished in an earlier attempt")
-    batch, ref = context.batch(cell)
-    log = context.run_dir / "logs" / f"{cell.cell_id}.log"
-    job = (cell, context.env, context.run_id, str(path), str(log),
-           str(context.cache_dir) if context.cache_dir else None, str(context.run_dir / "batches"))
-    state, reason = pool.run(job, cell.dtype, timeout)
-    if state == "done" and not path.exists():
-        state, reason = "crashed", "worker answered without writing results"
-    if state != "done":
-        reason = f"{reason}\n{log_tail(log)}"
-        write_cell(failed_rows(cell, batch, ref, context.env, context.run_id, state, reason), path)
+def _announce(starts: queue.Queue, keys: dict, cells: list[Cell], started: dict, on_start) -> None:
+    """Call ``on_start`` once per cell whose start event arrived (a retried cell starts twice)."""
+    while True:
+        try:
+            key = starts.get_nowait()
+        except queue.Empty:
+            return
+        i = keys.get(key)
+        if i is not None and i not in started:
+            started[i] = time.perf_counter()
+            if on_start:
+                on_start(cells[i])
+
+
+def _collect(future, cell: Cell, run_dir: Path, run_id: str, batches: dict, env: dict, seconds: float) -> CellResult:
+    """Write a finished task's rows and log under ``run_dir`` and return its ``CellResult``."""
+    from . import cluster
+
+    path = run_dir / f"{cell.cell_id}.parquet"
+    batch, _digest, ref_rows, _solution = batches[cell.problem_key]
+    log = ""
+    try:
+        answer = future.result()
+        if answer["state"] == "unavailable":  # the worker lacks the adapter's package: no rows, as locally
+            return CellResult(cell, "unavailable", None, None, seconds, answer["reason"])
+        state, reason, rows, log = (answer["state"], answer["reason"], cluster.from_arrow(answer["rows"]),
+                                    answer["log"])
+    except Exception as exc:  # KilledWorker (its worker died twice), a lost connection, ...
+        state = "crashed"
+        reason = f"the Dask task failed: {type(exc).__name__}: {exc}"
+        rows = failed_rows(cell, batch, ref_rows, env, run_id, state, reason)
+    write_bytes_atomic(run_dir / "logs" / f"{cell.cell_id}.log", lambda tmp: tmp.write_text(log))
+    write_cell(rows, path)
     rows = read_cell(path)
     if state == "done" and (rows["error_type"] != "").any():
         state, reason = "failed", str(rows["error"].iloc[0]).splitlines()[0]
-    return CellResult(cell, state, path, rows, time.perf_counter() - started, reason)
+    return CellResult(cell, state, path, rows, seconds, reason)

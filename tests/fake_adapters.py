@@ -12,7 +12,21 @@ import numpy as np
 
 from solvers import Adapter, BatchSolution, Capabilities, Status
 from solvers.base import Option
+from solvers.errors import SolverNotAvailable
 from solvers.highs_ import HighsAdapter
+
+
+class AbsentAdapter(HighsAdapter):
+    """HiGHS whose package counts as missing where ``$FAKE_ABSENT`` is 1 (a cluster worker
+    installed without it)."""
+
+    NAME = "fake-absent"
+
+    @classmethod
+    def check_available(cls) -> None:
+        if os.environ.get("FAKE_ABSENT") == "1":
+            raise SolverNotAvailable("fakepkg is not installed (FAKE_ABSENT=1); pip install fakepkg")
+        super().check_available()
 
 
 class HangingAdapter(Adapter):
@@ -67,11 +81,17 @@ class OverconfidentAdapter(Adapter):
 
 
 class SleepyHighs(HighsAdapter):
-    """HiGHS that first sleeps ``$FAKE_SLEEP_S`` seconds per ``run`` (to be killed mid-run)."""
+    """HiGHS that first sleeps ``$FAKE_SLEEP_S`` seconds per ``run`` (to be killed mid-run);
+    it first appends its pid to the file ``$FAKE_SLEEP_MARK`` when that is set (a test knows
+    it is inside the solve)."""
 
     NAME = "fake-sleepy"
 
     def run(self, prepared):
+        mark = os.environ.get("FAKE_SLEEP_MARK")
+        if mark:
+            with open(mark, "a") as file:
+                file.write(f"{os.getpid()}\n")
         time.sleep(float(os.environ.get("FAKE_SLEEP_S", "0")))
         return super().run(prepared)
 
@@ -152,4 +172,4 @@ class PretendGpuHighs(HighsAdapter):
 
 
 ADAPTERS = [HangingAdapter, CrashingAdapter, RaisingAdapter, OverconfidentAdapter, SleepyHighs,
-            InfeasibleClaimAdapter, RandomAnswerAdapter, NanOptimalAdapter, PretendGpuHighs]
+            InfeasibleClaimAdapter, RandomAnswerAdapter, NanOptimalAdapter, PretendGpuHighs, AbsentAdapter]

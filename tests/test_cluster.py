@@ -36,7 +36,8 @@ def loopback(tmp_path, fake_plugins):
     ``GPU`` resource) and ``host-b``. Yields (address, {name: Popen})."""
     env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False",
            "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1", "PYTHONUNBUFFERED": "1",
-           "FAKE_SLEEP_S": "3"}  # fake-sleepy's nap per run, on the workers
+           "FAKE_SLEEP_S": "3",  # fake-sleepy's nap per run, on the workers
+           "FAKE_ABSENT": "1"}  # the workers lack fake-absent's package (the client has it)
     bindir = Path(sys.executable).parent
     file = tmp_path / "scheduler.json"
     procs = {"scheduler": subprocess.Popen([str(bindir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0",
@@ -66,20 +67,29 @@ def loopback(tmp_path, fake_plugins):
         proc.wait()
 
 
-def test_an_embedded_local_cluster_gives_the_outcomes_of_the_local_pool(tmp_path):
-    cells, _ = grid.expand(["planar-box", "quadruped[kind=qp]", "files[kind=lp]"], ["highs", "clarabel"],
-                           ["float64"], ["cpu"], [N], 0, 1)
-    local = runner.run_cells(cells, tmp_path / "local", "local", timeout=120)
-    client, local_cluster = cluster.connect(None, 2)
-    try:
-        remote = runner.run_cells(cells, tmp_path / "dask", "dask", timeout=120, client=client)
-    finally:
-        client.close()
-        local_cluster.close()
-    assert [r.state for r in local] == [r.state for r in remote] == ["done"] * len(cells)
-    a, b = report.load_runs([tmp_path / "local"]), report.load_runs([tmp_path / "dask"])
-    assert counts(a) == counts(b)
-    assert set(b["env_worker"]) <= {"0", "1"} and len(b) == len(a)
+def test_the_default_engine_gives_the_outcomes_of_the_cell_computed_in_process(tmp_path):
+    """The default preset's families on two adapters: the embedded LocalCluster (the default,
+    one worker) and one of two workers give the outcome counts of each cell computed in this
+    process with no engine at all (``bench.cell.solve_cell``, what ran before Dask)."""
+    import pandas as pd
+
+    from bench.cell import solve_cell
+    from bench.cli import preset_family_specs
+    from bench.env import host_environment
+
+    cells, skipped = grid.expand(preset_family_specs("default"), ["highs", "clarabel"], ["float64"], ["cpu"],
+                                 [N], 0, 1)
+    assert {c.family.name for c in cells} == {"planar-box", "cube-3d", "near-boundary", "quadruped", "humanoid",
+                                              "files"}
+    direct = pd.concat([solve_cell(c, host_environment(), "direct", tmp_path / "cache") for c in cells])
+    default = runner.run_cells(cells, tmp_path / "default", "default", timeout=120)
+    with cluster.embedded(workers=2) as client:
+        two = runner.run_cells(cells, tmp_path / "two", "two", timeout=120, client=client)
+    assert [r.state for r in default] == [r.state for r in two] == ["done"] * len(cells)
+    a, b = report.load_runs([tmp_path / "default"]), report.load_runs([tmp_path / "two"])
+    assert counts(direct) == counts(a) == counts(b) and len(a) == len(direct)
+    assert set(a["env_worker"]) == {"0"} and set(b["env_worker"]) <= {"0", "1"}
+    assert all((tmp_path / "default" / "logs" / f"{c.cell_id}.log").exists() for c in cells)  # written by the client
 
 
 def test_a_loopback_cluster_places_gpu_cells_records_hosts_and_matches_local(tmp_path, loopback):
@@ -94,7 +104,8 @@ def test_a_loopback_cluster_places_gpu_cells_records_hosts_and_matches_local(tmp
         client.close()
     assert all(r.state == "done" for r in results), [r.reason for r in results]
     remote = report.load_runs([tmp_path / "remote"])
-    runner.run_cells(cells, tmp_path / "local", "local", timeout=120)
+    with cluster.embedded(workers=1, resources={"GPU": 1}) as local_client:  # one (simulated) GPU here too
+        runner.run_cells(cells, tmp_path / "local", "local", timeout=120, client=local_client)
     local = report.load_runs([tmp_path / "local"])
     assert counts(remote) == counts(local)
     assert set(remote["env_host"]) == {"host-a", "host-b"}
@@ -130,6 +141,43 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path, loopback
     assert files == sorted(f"{c.cell_id}.parquet" for c in cells)
     assert all(r.state in ("done", "crashed") for r in results)
     assert sum(r.state == "done" for r in results) >= len(cells) - 1  # at most the cell running there fails
+
+
+def test_gpu_cells_on_a_cluster_without_a_gpu_are_unavailable_not_waiting_for_ever(tmp_path, fake_plugins):
+    """The default engine on this machine (JAX sees no GPU): its worker declares no GPU."""
+    cells, _ = grid.expand(["planar-box"], ["fake-gpu"], ["float64"], ["cpu", "gpu"], [4], 0, 1)
+    assert [c.device for c in cells] == ["cpu", "gpu"]
+    results = runner.run_cells(cells, tmp_path / "run", "g", timeout=60)
+    assert [r.state for r in results] == ["done", "unavailable"]
+    assert "no worker of the Dask cluster has a GPU" in results[1].reason
+    assert [p.name for p in (tmp_path / "run").glob("*.parquet")] == [f"{cells[0].cell_id}.parquet"]
+
+
+def test_cells_of_an_adapter_the_workers_lack_are_skipped_with_the_reason(tmp_path, loopback):
+    address, _procs = loopback
+    assert os.environ.get("FAKE_ABSENT") != "1"  # available here: the grid keeps its cells
+    cells, skipped = grid.expand(["planar-box"], ["fake-absent", "highs"], ["float64"], ["cpu"], [N], 0, 1)
+    assert skipped == [] and len(cells) == 2
+    client, _none = cluster.connect(address)
+    try:
+        results = runner.run_cells(cells, tmp_path / "run", "u", timeout=60, client=client)
+    finally:
+        client.close()
+    absent, highs = results
+    assert absent.state == "unavailable" and absent.rows is None
+    assert "fakepkg is not installed" in absent.reason and "on worker host-" in absent.reason
+    assert highs.state == "done" and (highs.rows["outcome"] == "correct").all()
+    assert sorted(p.name for p in (tmp_path / "run").glob("*.parquet")) == [f"{cells[1].cell_id}.parquet"]
+    # the CLI lists it with the grid's skips and exits 0 (the rest ran)
+    res = CliRunner().invoke(app, ["run", "--scheduler", address, "--family", "planar-box", "--solver", "fake-absent",
+                                   "--solver", "highs", "--n", "4", "--repeats", "1", "--out", str(tmp_path / "runs"),
+                                   "--run-id", "cli"], terminal_width=250)
+    assert res.exit_code == 0, res.output
+    assert "1 unavailable on their worker" in res.output
+    import json
+
+    skipped = json.loads((tmp_path / "runs" / "cli" / "run.json").read_text())["skipped"]
+    assert any("fake-absent" in what and "fakepkg is not installed" in why for what, why in skipped)
 
 
 def test_a_hanging_adapter_on_a_remote_worker_is_killed_at_the_timeout(tmp_path, loopback):
@@ -217,3 +265,20 @@ def test_the_client_killed_mid_run_then_resume_redoes_nothing_and_loses_nothing(
     assert {name: (run / name).stat().st_mtime_ns for name in finished} == finished  # nothing redone
     rows = report.load_runs([run])
     assert len(rows) == 4 + 5 + 6 + 7 + 8 + 9 and rows.groupby("cell_id").size().max() <= 9  # nothing doubled
+
+
+def test_the_run_records_its_engine_and_whether_timings_shared_a_host(tmp_path):
+    import json
+
+    args = ["run", "--family", "planar-box", "--solver", "highs", "--n", "4,5", "--repeats", "1",
+            "--out", str(tmp_path / "runs")]
+    engines = {}
+    for run_id, extra in (("one", []), ("two", ["--workers", "2"])):
+        res = CliRunner().invoke(app, [*args, "--run-id", run_id, *extra], terminal_width=250)
+        assert res.exit_code == 0, res.output
+        assert "Dask: embedded LocalCluster" in res.output
+        engines[run_id] = json.loads((tmp_path / "runs" / run_id / "run.json").read_text())["engine"]
+    assert engines["one"]["embedded"] and engines["one"]["workers"] == 1 and engines["one"]["cells_at_once"] == 1
+    assert not engines["one"]["timings_share_a_host"]
+    assert engines["two"]["workers"] == 2 and engines["two"]["cells_at_once"] == 2
+    assert engines["two"]["timings_share_a_host"]

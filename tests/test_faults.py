@@ -150,9 +150,21 @@ def test_report_and_publish_skip_unreadable_cells_with_a_warning(tmp_path):
 
 # ------------------------------------------------------------------ processes
 
-def _children(pid: int) -> list[int]:
-    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
-    return [int(p) for p in out.split()]
+def _descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (children, grandchildren, ...), from ``/proc``."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def _alive(pid: int) -> bool:
@@ -164,27 +176,28 @@ def _alive(pid: int) -> bool:
 
 
 def test_sigkill_of_the_run_takes_its_workers_with_it(tmp_path):
-    """On main the workers were reparented to PID 1, kept running, and still wrote parquet."""
-    env = {**os.environ, **PLUGINS, "FAKE_SLEEP_S": "6"}
+    """On main the workers were reparented to PID 1, kept running, and still wrote parquet.
+    Since the Dask engine: the embedded cluster's worker process and the cell's child
+    process below it die with the run."""
+    mark = tmp_path / "sleeping"
+    env = {**os.environ, **PLUGINS, "FAKE_SLEEP_S": "6", "FAKE_SLEEP_MARK": str(mark)}
     proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "run", "-f", "planar-box", "--n", "4",
                              "--repeats", "1", "-s", "fake-sleepy", "--timeout", "120", "--out", tmp_path / "runs",
                              "--run-id", "k"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    log = tmp_path / "runs" / "k" / "logs"
     deadline = time.monotonic() + 120
-    workers = []
-    while time.monotonic() < deadline and not (workers and any(log.glob("*.log"))):
+    while time.monotonic() < deadline and not mark.exists() and proc.poll() is None:
         time.sleep(0.2)
-        workers = [c for c in _children(proc.pid) if "resource_tracker" not in Path(f"/proc/{c}/cmdline").read_text()] \
-            if proc.poll() is None else []
-    assert workers, "no worker started"
-    time.sleep(1.0)  # the worker is inside the sleeping solve
+    assert mark.exists(), "the cell never started"
+    tree = _descendants(proc.pid)
+    solving = int(mark.read_text().split()[0])
+    assert solving in tree and len(tree) >= 2  # the Dask worker process, and the cell's process below it
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(_alive(w) for w in workers):
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(_alive(p) for p in tree):
         time.sleep(0.1)
-    assert not any(_alive(w) for w in workers)
+    assert [p for p in tree if _alive(p)] == []
     time.sleep(7)  # past the solve's end: an orphan would have written its cell by now
     assert list((tmp_path / "runs" / "k").glob("*.parquet")) == []
 

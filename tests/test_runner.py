@@ -57,7 +57,8 @@ def _cli(args, env):
 
 
 def test_resume_after_kill_loses_and_duplicates_nothing(tmp_path):
-    env = {**os.environ, "CONTACTBENCH_PLUGINS": "fake_adapters", "FAKE_SLEEP_S": "300",
+    mark = tmp_path / "sleeping"
+    env = {**os.environ, "CONTACTBENCH_PLUGINS": "fake_adapters", "FAKE_SLEEP_S": "300", "FAKE_SLEEP_MARK": str(mark),
            "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), str(REPO)]),
            "CONTACTBENCH_CACHE": str(tmp_path / "cache")}
     out = tmp_path / "runs"
@@ -69,8 +70,7 @@ def test_resume_after_kill_loses_and_duplicates_nothing(tmp_path):
     deadline = time.time() + 180
     try:
         while time.time() < deadline:
-            logs = list((run_dir / "logs").glob("planar-box-lp1-fake-sleepy*.log")) if run_dir.exists() else []
-            if logs and len(list(run_dir.glob("*.parquet"))) == 1:
+            if mark.exists() and len(list(run_dir.glob("*.parquet"))) == 1:  # inside the second cell
                 break
             time.sleep(0.5)
         else:
@@ -106,7 +106,7 @@ def test_a_wedged_worker_is_detected_retried_once_and_recorded(tmp_path, fake_pl
     # fake-hang sleeps forever: no CPU used, like XLA's wedged thread pool
     from bench import execute
 
-    monkeypatch.setattr(execute, "STALL_SECONDS", 3.0)
+    monkeypatch.setattr(execute, "STALL_SECONDS", 3.0)  # read by run_cells, sent to the worker
     cells, _ = grid.expand(["planar-box"], ["fake-hang", "highs"], ["float64"], ["cpu"], [N], 0, 1)
     results = runner.run_cells(cells, tmp_path / "run", "t", timeout=120)
     states = {str(r.cell.solver): r.state for r in results}

@@ -130,7 +130,10 @@ def prepared_cell(family_spec: str, config: str, n: int, seed: int = 0) -> Prepa
     cannot run here."""
     from solvers.types import check_standard_form
 
-    from bench.runner import batch_for
+    try:
+        from bench.cell import batch_for
+    except ImportError:  # an older commit
+        from bench.runner import batch_for
 
     cell = cell_for(family_spec, config, n, seed)
     batch = batch_for(cell)
@@ -150,7 +153,7 @@ def prepared_cell(family_spec: str, config: str, n: int, seed: int = 0) -> Prepa
 def outcome_counts(family_spec: str, n: int = ASV_N, seed: int = 0, timeout: float = 120.0) -> dict[str, dict[str, Any]]:
     """``{"counts": {config: {outcome: count}}, "skipped": {config: reason}}`` over every
     config of ``family_spec``. The configs that run here go through the runner exactly as a
-    ``contactbench run`` would (worker processes with a ``timeout`` per cell, a wedged worker
+    ``contactbench run`` would (its Dask engine, an isolated process with a ``timeout`` per cell, a wedged worker
     killed and the cell retried, failures recorded as ``failed`` rows), so one solver that
     hangs cannot stall the suite."""
     import tempfile
