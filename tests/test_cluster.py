@@ -282,3 +282,12 @@ def test_the_run_records_its_engine_and_whether_timings_shared_a_host(tmp_path):
     assert not engines["one"]["timings_share_a_host"]
     assert engines["two"]["workers"] == 2 and engines["two"]["cells_at_once"] == 2
     assert engines["two"]["timings_share_a_host"]
+
+
+def test_the_engine_overhead_measurement_runs_both_paths(capsys):
+    from bench import measure_engine
+
+    measure_engine.main(["--cells", "3", "--reps", "1"])
+    line = capsys.readouterr().out.strip()
+    core, engine, overhead = (float(part.split()[-2]) for part in line.split(":", 1)[1].split(","))
+    assert core > 0 and engine > 0 and abs(engine - core - overhead) < 0.11
