@@ -36,8 +36,9 @@ CASES_PER_REPORT = 256
 @dataclass(frozen=True)
 class CellResult:
     """What the parent learnt of one cell: ``state`` is done, failed, timeout, crashed,
-    stalled, skipped (finished earlier) or unavailable (its worker lacks the adapter's
-    package); ``rows`` the cell's rows as written (None when skipped or unavailable)."""
+    stalled, skipped (finished earlier), unavailable (its worker lacks the adapter's
+    package) or lost (the scheduler was lost first); ``rows`` the cell's rows as written
+    (None when skipped, unavailable or lost: nothing was written)."""
 
     cell: Cell
     state: str

@@ -327,7 +327,8 @@ def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped
         except OSError as exc:  # disk full, folder made read-only mid-run: finished cells stay
             _write_failed(run_dir, exc)
     unavailable = [r for r in results if r.state == "unavailable"]
-    ran = [r for r in results if r.state != "unavailable"]
+    lost = [r for r in results if r.state == "lost"]
+    ran = [r for r in results if r.state not in ("unavailable", "lost")]
     if unavailable:  # recorded beside the grid's own skips
         manifest["skipped"] = [*skipped, *([_cell_title(r.cell), r.reason] for r in unavailable)]
         try:
@@ -339,6 +340,10 @@ def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped
     bad = [r for r in ran if r.state not in ("done", "skipped")]
     console.print(f"results: {run_dir}  ({len(ran) - len(bad)} cells ok, {len(bad)} failed"
                   + (f", {len(unavailable)} unavailable on their worker)" if unavailable else ")"))
+    if lost:
+        console.print(f"[bold red]error:[/] the connection to the Dask scheduler was lost: {len(lost)} cells "
+                      "were not run; `contactbench run --resume` (same options) runs them")
+        raise typer.Exit(1)
     if results and not ran:
         console.print("[bold red]error:[/] no cell could run: their workers lack the adapters' packages")
         raise typer.Exit(1)

@@ -45,7 +45,9 @@ def run_cells(cells: list[Cell], run_dir: Path, run_id: str, *, timeout: float =
     ``LocalCluster``, one cell at a time); ``exclusive``: at most one cell per host at a
     time. ``on_start`` is called when a worker starts a cell, ``on_done`` when its rows are
     written. A cell whose adapter a worker lacks comes back ``unavailable`` with the reason
-    and writes nothing (as ``grid.expand`` skips it on one machine)."""
+    and writes nothing (as ``grid.expand`` skips it on one machine); a cell the cluster
+    never answered because the scheduler was lost comes back ``lost`` and writes nothing,
+    so that ``resume`` runs it."""
     from . import cluster, execute
 
     stall = execute.STALL_SECONDS if stall_seconds is None else float(stall_seconds)
@@ -123,7 +125,10 @@ def _run_on(client, cells: list[Cell], run_dir: Path, run_id: str, *, timeout: f
                 if on_done:
                     on_done(results[i])
     finally:
-        client.unsubscribe_topic(topic)
+        try:
+            client.unsubscribe_topic(topic)
+        except Exception:  # noqa: BLE001 - the scheduler is gone; nothing to unsubscribe from
+            pass
     return [results[i] for i in range(len(cells))]
 
 
@@ -154,7 +159,10 @@ def _collect(future, cell: Cell, run_dir: Path, run_id: str, batches: dict, env:
             return CellResult(cell, "unavailable", None, None, seconds, answer["reason"])
         state, reason, rows, log = (answer["state"], answer["reason"], cluster.from_arrow(answer["rows"]),
                                     answer["log"])
-    except Exception as exc:  # KilledWorker (its worker died twice), a lost connection, ...
+    except Exception as exc:  # KilledWorker (its worker died twice), an error outside the cell, ...
+        if future.status == "cancelled":  # the scheduler was lost: nothing known of the cell, --resume runs it
+            return CellResult(cell, "lost", None, None, seconds,
+                              f"not run: {type(exc).__name__}: {exc}".splitlines()[0] + "; --resume runs it")
         state = "crashed"
         reason = f"the Dask task failed: {type(exc).__name__}: {exc}"
         rows = failed_rows(cell, batch, ref_rows, env, run_id, state, reason)

@@ -180,6 +180,35 @@ def test_cells_of_an_adapter_the_workers_lack_are_skipped_with_the_reason(tmp_pa
     assert any("fake-absent" in what and "fakepkg is not installed" in why for what, why in skipped)
 
 
+def test_the_scheduler_killed_mid_run_loses_nothing_and_resume_finishes(tmp_path, loopback):
+    """Cells the lost scheduler never answered are not written (not recorded failed), so a
+    resumed run (here on the embedded cluster) runs exactly them."""
+    address, procs = loopback
+    cells, _ = grid.expand(["planar-box"], ["fake-sleepy"], ["float64"], ["cpu"], [4, 5, 6, 7, 8, 9], 0, 1)
+    done = []
+
+    def on_done(result):
+        done.append(result)
+        if len(done) == 2:
+            os.killpg(procs["scheduler"].pid, signal.SIGKILL)
+
+    client, _none = cluster.connect(address)
+    try:
+        results = runner.run_cells(cells, tmp_path / "run", "s", timeout=120, client=client, on_done=on_done)
+    finally:
+        client.close()
+    states = [r.state for r in results]
+    assert states.count("done") >= 2 and set(states) <= {"done", "lost"} and "lost" in states
+    finished = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "run").glob("*.parquet")}
+    assert sorted(finished) == sorted(f"{r.cell.cell_id}.parquet" for r in results if r.state == "done")
+    assert all("--resume runs it" in r.reason for r in results if r.state == "lost")
+    again = runner.run_cells(cells, tmp_path / "run", "s", timeout=120, resume=True)
+    assert [r.state for r in again] == ["skipped" if s == "done" else "done" for s in states]
+    assert {name: (tmp_path / "run" / name).stat().st_mtime_ns for name in finished} == finished
+    rows = report.load_runs([tmp_path / "run"])
+    assert len(rows) == 4 + 5 + 6 + 7 + 8 + 9 and not rows.duplicated(["cell_id", "lp_index"]).any()
+
+
 def test_a_hanging_adapter_on_a_remote_worker_is_killed_at_the_timeout(tmp_path, loopback):
     address, _procs = loopback
     cells, _ = grid.expand(["planar-box"], ["fake-hang", "highs"], ["float64"], ["cpu"], [N], 0, 1)
