@@ -1,10 +1,13 @@
 """One cell's computation, in the process that runs it: pure but for the solver's timing.
 
 ``solve_cell(cell, env, run_id)``: regenerate the batch (generators are pure), load the
-cached float64 reference, time the solve (``solvers.timing.timed_solve``: prepare untimed,
-one warm-up run recorded as ``first_call_ms`` / ``compile_s``, then ``repeats`` timed runs),
-then verify and judge through the batch's kind and return one row per problem. A solver
-exception becomes ``failed`` rows carrying its type and traceback.
+cached float64 reference, time the solve (``solvers.timing.timed_solve``: one warm-up
+end-to-end call recorded as ``first_call_ms`` / ``compile_s``, then ``repeats`` timed
+end-to-end calls, each also timed in its ``run``: ``end_to_end_*`` and the solve columns),
+record the process's peak resident memory during the cell (``peak_rss_mb``) and, for JAX
+adapters, the device's peak memory and model, then verify and judge through the batch's
+kind and return one row per problem. A solver exception becomes ``failed`` rows carrying
+its type and traceback.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import problems
 from solvers import check_standard_form
 from solvers.timing import timed_solve
 
-from .env import jax_devices
+from .env import device_memory, jax_devices, peak_rss_mb, reset_peak_rss
 from .grid import Cell
 from .reference import reference
 from .verify import DEFAULT_TOLERANCES, judge
@@ -91,16 +94,24 @@ def failed_rows(cell: Cell, batch: problems.ProblemBatch, ref: pd.DataFrame, env
                        error=error[-4000:], solver_label=cell.solver.label)
 
 
-def timing_columns(times_s: np.ndarray, first_s: float, n_scenes: int, n_problems: int) -> dict[str, float]:
-    """The timing columns of a cell from its timed runs (seconds): batch median / min / IQR in
-    ms, first call in ms, ``compile_s`` (first call minus a steady call), ``ms_per_256``
-    (per 256 scenes) and ``us_per_lp`` (per problem)."""
+def timing_columns(times_s: np.ndarray, first_s: float, n_scenes: int, n_problems: int,
+                   end_to_end_s: np.ndarray | None = None) -> dict[str, float]:
+    """The timing columns of a cell from its timed repeats (seconds, see
+    ``solvers.timing``): ``solve`` (``times_s``) batch median / min / IQR in ms, first call
+    in ms, ``compile_s`` (first call minus a steady end-to-end call), ``ms_per_256`` (per 256
+    scenes) and ``us_per_lp`` (per problem); the same three medians ``end_to_end_*`` from
+    ``end_to_end_s`` (NaN when not given)."""
     ms = times_s * 1e3
     median_ms = float(np.median(ms))
     q75, q25 = np.percentile(ms, [75, 25])
+    whole_ms = float(np.median(end_to_end_s)) * 1e3 if end_to_end_s is not None else float("nan")
+    steady_s = (whole_ms if np.isfinite(whole_ms) else median_ms) / 1e3
     return {"ms_batch_median": median_ms, "ms_batch_min": float(ms.min()), "ms_batch_iqr": float(q75 - q25),
-            "first_call_ms": first_s * 1e3, "compile_s": max(first_s - median_ms / 1e3, 0.0),
-            "ms_per_256": median_ms * CASES_PER_REPORT / n_scenes, "us_per_lp": median_ms * 1e3 / n_problems}
+            "first_call_ms": first_s * 1e3, "compile_s": max(first_s - steady_s, 0.0),
+            "ms_per_256": median_ms * CASES_PER_REPORT / n_scenes, "us_per_lp": median_ms * 1e3 / n_problems,
+            "end_to_end_ms_batch_median": whole_ms,
+            "end_to_end_ms_per_256": whole_ms * CASES_PER_REPORT / n_scenes,
+            "end_to_end_us_per_lp": whole_ms * 1e3 / n_problems}
 
 
 def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | None = None,
@@ -116,6 +127,7 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
     else:
         batch = batch_for(cell)
     ref = reference(batch, cache_dir=cache_dir)
+    reset_peak_rss()
     try:
         adapter = cell.adapter_spec.build()
         problem = check_standard_form(*batch.arrays(), **batch.extra(), batched=True)
@@ -123,6 +135,10 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
     except Exception as exc:  # recorded, never swallowed: the rows carry type and text
         env = {**env, "env_jax_devices": jax_devices()}
         return failed_rows(cell, batch, ref, env, run_id, type(exc).__name__, f"{exc}\n{traceback.format_exc()}")
+    rss_mb = peak_rss_mb()
+    device_mb, model = device_memory(cell.device)
+    if cell.device == "cpu":  # the CPU model says more than JAX's device kind ("cpu")
+        model = str(env.get("env_cpu", ""))
     env = {**env, "env_jax_devices": jax_devices(), "env_xla_flags": os.environ.get("XLA_FLAGS", "")}
     rows = base_rows(cell, batch, ref, env, run_id)  # (env after the solve: its import is not timed)
     solution = timed.solution
@@ -132,7 +148,8 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
         "status": [s.value for s in solution.status], "native_status": solution.native_status.astype(str),
         "message": solution.message.astype(str), "iterations": solution.iterations,
         "objective": solution.objective, "error_type": "", "error": "", "repeats": cell.repeats,
-        **timing_columns(timed.times_s, timed.first_s, cell.n, len(batch)),
+        **timing_columns(timed.times_s, timed.first_s, cell.n, len(batch), timed.end_to_end_s),
+        "peak_rss_mb": rss_mb, "device_peak_mb": device_mb, "device_model": model,
         "started": started, "timestamp": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
     }
     checked = checked.drop(columns=[c for c in checked if c in rows])

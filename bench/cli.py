@@ -47,7 +47,25 @@ PRESETS = {
     "default": {"n": [64], "repeats": 5, "kinds": ("lp1", "lp", "qp", "socp"), "timeout": 60.0},
     "full": {"n": [256], "repeats": 5, "kinds": None, "timeout": 600.0},
     "large": {"n": [256, 1024, 4096], "repeats": 10, "kinds": None, "timeout": 1800.0},
+    # batch-scaling curves: batched adapters 256 ... 65,536 scenes, loop adapters up to 4,096
+    "scaling": {"n": [256, 1024, 4096, 16384, 65536], "repeats": 5, "kinds": ("lp1", "qp"), "timeout": 300.0,
+                "loop_max_n": 4096},
 }
+
+
+def limit_loop_sizes(cells: list, skipped: list, loop_max_n: int | None) -> tuple[list, list]:
+    """``(cells, skipped)`` without the cells of loop (not batched) adapters above
+    ``loop_max_n`` scenes, which go to ``skipped`` with the reason (None: no limit)."""
+    if loop_max_n is None:
+        return cells, skipped
+    keep, skip = [], list(skipped)
+    for cell in cells:
+        if cell.n > loop_max_n and not solvers.adapter_class(cell.solver.name).CAPABILITIES.batched:
+            skip.append((f"{cell.family_label}/{cell.kind} {cell.solver} {cell.dtype} n={cell.n}",
+                         f"loop adapter: this preset stops loop adapters at {loop_max_n} scenes"))
+        else:
+            keep.append(cell)
+    return keep, skip
 
 
 def _fail(message: str) -> None:
@@ -163,6 +181,7 @@ def run(
         devices = (["cpu", "gpu"] if has_gpu() else ["cpu"]) if device == "auto" else [device]
         cells, skipped = grid.expand(fam_specs, solver_specs, dtypes, devices, sizes, seed,
                                      repeats if repeats is not None else conf["repeats"])
+        cells, skipped = limit_loop_sizes(cells, skipped, conf.get("loop_max_n"))
     except BenchError as exc:
         _fail(str(exc))
     if not cells:

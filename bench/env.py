@@ -80,3 +80,55 @@ def gpu_count() -> int:
 def has_gpu() -> bool:
     """True when JAX sees a GPU here."""
     return gpu_count() > 0
+
+
+def reset_peak_rss() -> None:
+    """Start a new peak of this process's resident memory (Linux: ``/proc/self/clear_refs``
+    5, since 4.0); where that is refused, ``peak_rss_mb`` keeps the process's lifetime peak."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process in MiB since ``reset_peak_rss`` (``VmHWM``), or
+    its lifetime peak (``getrusage``) where ``/proc`` has none; NaN where neither exists."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # kB on Linux
+    except (ImportError, OSError):
+        return float("nan")
+
+
+def device_memory(platform: str) -> tuple[float, str]:
+    """``(peak MiB, model)`` of the first JAX device of ``platform`` ('cpu' or 'gpu') in this
+    process: the peak is JAX's ``memory_stats()['peak_bytes_in_use']`` (NaN where the backend
+    reports none, as on CPU; it is the process's peak, and a cell's process serves one
+    dtype); the model is the device kind with its memory (``NVIDIA H200 (139.8 GiB)``).
+    ``(nan, '')`` when JAX was not imported by the cell (a non-JAX adapter)."""
+    import sys
+
+    if "jax" not in sys.modules:
+        return float("nan"), ""
+    import jax
+
+    try:
+        dev = jax.devices(platform)[0]
+    except RuntimeError:
+        return float("nan"), ""
+    try:
+        stats = dev.memory_stats() or {}
+    except Exception:  # noqa: BLE001 - backends without memory statistics
+        stats = {}
+    peak = stats.get("peak_bytes_in_use")
+    limit = stats.get("bytes_limit")
+    model = str(getattr(dev, "device_kind", dev.platform)) + (f" ({limit / 2**30:.1f} GiB)" if limit else "")
+    return (peak / 2**20 if peak is not None else float("nan")), model

@@ -58,13 +58,17 @@ def _config_label(rows: pd.DataFrame) -> pd.Series:
 
 
 def prepare_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """Rows with ``config`` and ``family_label`` columns and outcome strings (copy)."""
+    """Rows with ``config`` and ``family_label`` columns, outcome strings, and ``rank_us``:
+    the time per case the dashboard ranks by, end to end where the run measured it (schema
+    3), else the solve alone (older runs) (copy)."""
     rows = rows.copy()
-    for col in ("compile_s", "ms_per_256", "us_per_lp", "family_params", "seed"):
+    for col in ("compile_s", "ms_per_256", "us_per_lp", "end_to_end_us_per_lp", "end_to_end_ms_per_256",
+                "family_params", "seed"):
         if col not in rows:
             rows[col] = np.nan
     rows["family_params"] = rows["family_params"].astype(str)
     rows["config"] = _config_label(rows)
+    rows["rank_us"] = rows["end_to_end_us_per_lp"].astype(float).fillna(rows["us_per_lp"].astype(float))
     return rows
 
 
@@ -73,16 +77,23 @@ def family_table(rows: pd.DataFrame) -> pd.DataFrame:
     the kinds present give), median ms per 256 scenes, median us per case, median compile
     seconds and the kinds' own aggregations (``bench.schema.summarize``)."""
     keys = ["config", "solver_label", "device", "dtype", "kind", "n_scenes"]
-    table = summarize(rows, keys).rename(columns={"n_scenes": "scenes", "us_per_lp": "us_per_case"})
+    table = summarize(rows, keys).rename(columns={"n_scenes": "scenes", "us_per_lp": "us_per_case",
+                                                  "end_to_end_us_per_lp": "e2e_us_per_case",
+                                                  "end_to_end_ms_per_256": "e2e_ms_per_256"})
     table["correct_pct"] = 100.0 * table["correct"] / table["n"]
-    return table
+    rank_us = rows.groupby(keys)["rank_us"].median().rename("rank_us").reset_index()
+    return table.merge(rank_us.rename(columns={"n_scenes": "scenes"}), on=[k if k != "n_scenes" else "scenes"
+                                                                            for k in keys], how="left")
 
 
-def ranked(table: pd.DataFrame) -> pd.DataFrame:
+def ranked(table: pd.DataFrame, by: str = "rank_us") -> pd.DataFrame:
     """Configurations ranked: fewest unsafe answers (false accepts), then most correct, then
-    fastest per case. Adds ``rank`` (1 = best)."""
+    fastest per case by ``by`` (default ``rank_us``: end to end, see ``prepare_rows``;
+    ``us_per_case``: the solve alone). Adds ``rank`` (1 = best)."""
+    if by not in table:
+        raise ProblemError(f"by: expected a column of the table, got {by!r}")
     order = table.assign(_unsafe=table["false_accept"] / table["n"], _neg_correct=-table["correct_pct"])
-    order = order.sort_values(["_unsafe", "_neg_correct", "us_per_case"], na_position="last")
+    order = order.sort_values(["_unsafe", "_neg_correct", by], na_position="last")
     order = order.drop(columns=["_unsafe", "_neg_correct"]).reset_index(drop=True)
     order.insert(0, "rank", np.arange(1, len(order) + 1))
     return order
@@ -109,7 +120,7 @@ def case_times(rows: pd.DataFrame) -> pd.DataFrame:
     """Cases x configurations: microseconds per case where the answer is correct, ``inf``
     where it is not (the input of the performance profile). Only cases every configuration
     of the family attempted are kept, so the ratios compare like with like."""
-    t = np.where(rows["outcome"] == "correct", rows["us_per_lp"].astype(float), np.inf)
+    t = np.where(rows["outcome"] == "correct", rows["rank_us"].astype(float), np.inf)
     frame = rows.assign(_t=t).pivot_table(index=CASE_KEY, columns="config", values="_t", aggfunc="min")
     return frame.dropna(axis=0, how="any")
 
@@ -169,16 +180,17 @@ def _plot_json(fig) -> str:
 
 
 def scatter_figure(table: pd.DataFrame):
-    """Accuracy (percent correct) against microseconds per case, one trace per solver label."""
+    """Accuracy (percent correct) against microseconds per case (end to end, ``rank_us``),
+    one trace per solver label."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
     for solver, grp in table.groupby("solver_label", sort=True):
         fig.add_trace(go.Scatter(
-            x=grp["us_per_case"], y=grp["correct_pct"], mode="markers", name=str(solver),
+            x=grp["rank_us"], y=grp["correct_pct"], mode="markers", name=str(solver),
             text=(grp["config"] + " / " + grp["kind"]).tolist(), marker={"size": 10},
             hovertemplate="%{text}<br>%{x:.3g} us per case<br>%{y:.2f} % correct<extra></extra>"))
-    fig.update_layout(xaxis={"type": "log", "title": "microseconds per case (median, log scale)"},
+    fig.update_layout(xaxis={"type": "log", "title": "microseconds per case, end to end (median, log scale)"},
                       yaxis={"title": "correct (%)"}, margin={"t": 30}, height=460, legend={"title": "solver"})
     return fig
 
@@ -192,6 +204,67 @@ def profile_figure(profile: dict[str, tuple[np.ndarray, np.ndarray]]):
         fig.add_trace(go.Scatter(x=tau, y=rho, mode="lines", line={"shape": "hv"}, name=config))
     fig.update_layout(xaxis={"type": "log", "title": "tau: time ratio to the fastest correct configuration"},
                       yaxis={"title": "fraction of cases correct within tau", "range": [0, 1.02]},
+                      margin={"t": 30}, height=460)
+    return fig
+
+
+def scaling_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration, kind and batch size (scenes): median microseconds per case end to
+    end (``rank_us``) and of the solve alone, over correct and incorrect cases alike (time
+    is what the batch cost), and whether the adapter solves the batch at once (``batched``)."""
+    import solvers
+
+    keys = ["config", "solver", "device", "kind", "n_scenes"]
+    table = rows.groupby(keys).agg(us_per_case=("rank_us", "median"), solve_us_per_case=("us_per_lp", "median"))
+    table = table.reset_index()
+
+    def batched(name: str) -> bool:
+        try:
+            return bool(solvers.adapter_class(name).CAPABILITIES.batched)
+        except Exception:  # noqa: BLE001 - an adapter this process cannot load: treat as a loop
+            return False
+
+    table["batched"] = table["solver"].map({name: batched(name) for name in table["solver"].unique()})
+    return table
+
+
+def crossover(scaling: pd.DataFrame) -> pd.DataFrame:
+    """Per kind and device: for each batched configuration, the smallest batch size (scenes)
+    from which it is faster per case (end to end) than the fastest loop configuration at
+    that size, on that device; NaN (``never``) where it never is among the sizes run."""
+    out = []
+    for (kind, device), grp in scaling.groupby(["kind", "device"], sort=True):
+        loops = grp[~grp["batched"]]
+        if loops.empty:
+            continue
+        best_loop = loops.groupby("n_scenes")["us_per_case"].min()
+        for config, g in grp[grp["batched"]].groupby("config", sort=True):
+            g = g.set_index("n_scenes")["us_per_case"]
+            sizes = [n for n in sorted(g.index) if n in best_loop.index]
+            wins = [n for n in sizes if g[n] < best_loop[n]]
+            first = next((n for n in sizes if all(g[m] < best_loop[m] for m in sizes if m >= n)), None)
+            out.append({"kind": kind, "device": device, "config": config, "sizes": len(sizes),
+                        "faster_from_scenes": first if wins else None,
+                        "fastest_loop_us": float(best_loop[sizes[-1]]) if sizes else float("nan"),
+                        "its_us_at_largest": float(g[sizes[-1]]) if sizes else float("nan")})
+    return pd.DataFrame(out, columns=["kind", "device", "config", "sizes", "faster_from_scenes",
+                                      "fastest_loop_us", "its_us_at_largest"])
+
+
+def scaling_figure(scaling: pd.DataFrame):
+    """Microseconds per case (end to end) against batch size, log-log, one line per
+    configuration and kind; GPU lines dashed."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for (config, kind), g in scaling.groupby(["config", "kind"], sort=True):
+        g = g.sort_values("n_scenes")
+        gpu = (g["device"] == "gpu").any()
+        fig.add_trace(go.Scatter(x=g["n_scenes"].tolist(), y=g["us_per_case"].tolist(), mode="lines+markers",
+                                 name=f"{config} ({kind})", line={"dash": "dash" if gpu else "solid"},
+                                 hovertemplate="%{x} scenes<br>%{y:.3g} us per case<extra></extra>"))
+    fig.update_layout(xaxis={"type": "log", "title": "batch size (scenes, log scale)"},
+                      yaxis={"type": "log", "title": "microseconds per case, end to end (log scale)"},
                       margin={"t": 30}, height=460)
     return fig
 
@@ -276,9 +349,12 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
                               for f in sorted(rows["family_label"].unique())]
     for family, frows in rows.groupby("family_label", sort=True):
         table = ranked(family_table(frows))
-        table["sgm_us"] = [shifted_geometric_mean(frows.loc[frows["config"] == c, "us_per_lp"]
+        table["sgm_us"] = [shifted_geometric_mean(frows.loc[frows["config"] == c, "rank_us"]
                                                   .groupby(frows["cell_id"]).median().to_numpy())
                            for c in table["config"]]
+        scaling = scaling_table(frows)
+        sizes = int(scaling["n_scenes"].nunique())
+        cross = crossover(scaling) if sizes > 1 else crossover(scaling.iloc[:0])
         profile, profile_cases = {}, 0
         kinds = sorted(frows["kind"].unique())
         for kind in kinds:  # ratios only among configurations that solved the same cases
@@ -289,12 +365,13 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
         drill, drill_configs, drill_total = disagreements(frows)
         slug = f"family-{_slug(str(family))}.html"  # as in families_nav
         columns = ["rank", "solver_label", "device", "dtype", "kind", "scenes", "n",
-                   *outcome_columns(list(frows["kind"].unique())), "correct_pct", "ms_per_256", "us_per_case",
-                   "sgm_us", "compile_s"]
+                   *outcome_columns(list(frows["kind"].unique())), "correct_pct", "e2e_us_per_case", "us_per_case",
+                   "e2e_ms_per_256", "ms_per_256", "sgm_us", "compile_s", "peak_rss_mb", "device_peak_mb"]
+        table = table.assign(**{c: np.nan for c in columns if c not in table})
         info = {
             "name": str(family), "page": slug, "kinds": sorted(frows["kind"].unique()),
             "top": _records(table.head(5)[["rank", "solver_label", "device", "dtype", "kind", "n", "correct_pct",
-                                            "false_accept", "us_per_case"]]),
+                                            "false_accept", "e2e_us_per_case", "us_per_case"]]),
             "configurations": len(table), "cases": int(frows.drop_duplicates(CASE_KEY).shape[0]),
         }
         families.append(info)
@@ -303,7 +380,13 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
             scatter=_plot_json(scatter_figure(table)), profile=_plot_json(profile_figure(profile)),
             profile_cases=profile_cases, scatter_traces=int(table["solver_label"].nunique()),
             profile_traces=len(profile), drill=_records(drill), drill_columns=list(drill.columns),
-            drill_configs=drill_configs, drill_total=drill_total, drill_limit=MAX_DRILL_CASES)
+            drill_configs=drill_configs, drill_total=drill_total, drill_limit=MAX_DRILL_CASES,
+            scaling=_plot_json(scaling_figure(scaling)) if sizes > 1 else None,
+            scaling_traces=int(scaling.groupby(["config", "kind"]).ngroups), scaling_sizes=sizes,
+            crossover=_records(cross.assign(faster_from_scenes=[
+                "never" if v is None or pd.isna(v) else str(int(v)) for v in cross["faster_from_scenes"]]))
+            if sizes > 1 else [],
+            crossover_columns=list(cross.columns))
         (out / slug).write_text(page, encoding="utf-8")
         pages[str(family)] = final / slug
     index = env.get_template("index.html.j2").render(**common, families=families,
@@ -316,4 +399,4 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
 
 
 __all__ = ["Site", "publish", "shifted_geometric_mean", "performance_profile", "case_times", "family_table",
-           "ranked", "disagreements"]
+           "ranked", "disagreements", "scaling_table", "crossover"]

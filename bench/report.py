@@ -1,10 +1,14 @@
 """Reports: per family x kind x solver x settings x device x dtype x batch size.
 
 Columns: ``n`` (LPs verified), ``correct``, ``false_accept`` (unsafe), ``false_reject``,
-``uncertain``, ``failed`` (counts), ``ms_per_256`` (median milliseconds per 256 scenes;
-an exit cell solves 2d LPs per scene), ``us_per_lp`` (median microseconds per LP),
-``iqr_ms`` (interquartile range of the batch time), ``compile_s`` (first call minus a
-steady call: JIT compile and warm-up). QP / SOCP cells add ``suboptimal`` (feasible but
+``uncertain``, ``failed`` (counts), ``ms_per_256`` (median milliseconds per 256 scenes
+of the solve alone; an exit cell solves 2d LPs per scene), ``us_per_lp`` (median
+microseconds per LP), ``end_to_end_ms_per_256`` and ``end_to_end_us_per_lp`` (the same,
+host arrays in to a host ``BatchSolution`` out: conversion and transfers included, see
+``solvers.timing``), ``iqr_ms`` (interquartile range of the solve time), ``compile_s``
+(first call minus a steady end-to-end call: JIT compile and warm-up), ``peak_rss_mb``
+(peak resident memory of the cell's process, MiB) and ``device_peak_mb`` (JAX's peak
+device memory, MiB, where the backend reports it). QP / SOCP cells add ``suboptimal`` (feasible but
 farther than ``qp_gap`` from the optimum), ``max_rel_gap`` (largest objective gap to the
 reference over the feasible cases), ``max_primal_res`` (largest relative primal residual)
 and ``max_kkt_res`` (largest relative stationarity residual, where the solver gave duals).
@@ -39,7 +43,8 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per cell group with outcome counts and timing (see module docstring and
     ``bench.schema.summarize``)."""
     out = rename_for_report(summarize_rows(rows, GROUP))
-    return out.sort_values(["family", "kind", "scenes", "ms_per_256"], na_position="last").reset_index(drop=True)
+    return out.sort_values(["family", "kind", "scenes", "end_to_end_ms_per_256", "ms_per_256"],
+                           na_position="last").reset_index(drop=True)
 
 
 def kind_sections(rows: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
@@ -103,7 +108,9 @@ def _write_report(rows: pd.DataFrame, out: Path, manifests: list[dict] | None) -
              "Outcomes are verified independently of each solver against a float64 reference (hold LPs: "
              "HiGHS; QPs and SOCPs: Clarabel at 1e-10). `false_accept` is the unsafe error: said supported "
              "(or handed out forces) when the contacts cannot hold, or forces that violate the constraints. "
-             "`ms_per_256` is the median time per 256 scenes; `compile_s` is first call minus a steady call.",
+             "`ms_per_256` is the median time per 256 scenes of the solve alone, `end_to_end_ms_per_256` "
+             "of host arrays in to host answers out (conversions and transfers included); `compile_s` is first "
+             "call minus a steady call; `peak_rss_mb` / `device_peak_mb` the cell's peak host / device memory.",
              "", _markdown(summary), ""]
     deficient = rank_deficient_summary(rows)
     if len(deficient):

@@ -20,7 +20,7 @@ from problems.kinds.checks import OUTCOMES
 from solvers.errors import ProblemError
 
 #: version written in every cell file's parquet metadata; bump when columns change meaning.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: parquet metadata key of the version.
 SCHEMA_KEY = b"contactbench_schema"
 
@@ -33,11 +33,16 @@ COLUMNS: dict[str, str] = {
     "iterations": "int64", "objective": "float64", "outcome": "str", "error_type": "str", "error": "str",
     "repeats": "int64", "ms_batch_median": "float64", "ms_batch_min": "float64", "ms_batch_iqr": "float64",
     "first_call_ms": "float64", "compile_s": "float64", "ms_per_256": "float64", "us_per_lp": "float64",
+    "end_to_end_ms_batch_median": "float64", "end_to_end_ms_per_256": "float64", "end_to_end_us_per_lp": "float64",
+    "peak_rss_mb": "float64", "device_peak_mb": "float64", "device_model": "str",
     "started": "str", "timestamp": "str",
 }
 #: timing columns a summary aggregates: summary column -> (row column, aggregation).
 TIMING = {"ms_per_256": ("ms_per_256", "median"), "us_per_lp": ("us_per_lp", "median"),
-          "iqr_ms": ("ms_batch_iqr", "median"), "compile_s": ("compile_s", "median")}
+          "end_to_end_ms_per_256": ("end_to_end_ms_per_256", "median"),
+          "end_to_end_us_per_lp": ("end_to_end_us_per_lp", "median"),
+          "iqr_ms": ("ms_batch_iqr", "median"), "compile_s": ("compile_s", "median"),
+          "peak_rss_mb": ("peak_rss_mb", "max"), "device_peak_mb": ("device_peak_mb", "max")}
 #: the report's groups, and how the report names them.
 REPORT_GROUP = ["family_label", "kind", "solver_label", "device", "dtype", "n_scenes"]
 REPORT_NAMES = {"family_label": "family", "solver_label": "solver", "n_scenes": "scenes"}
@@ -52,7 +57,8 @@ def upgrade(rows: pd.DataFrame, version: int, source: str = "rows") -> pd.DataFr
 
     Version 1 (files without the metadata key, written before this module) may lack
     ``family_label`` and ``solver_label`` (filled from ``family`` / ``solver``) and timing
-    columns (NaN). A newer version raises ``SchemaError`` naming ``source``."""
+    columns (NaN). Version 2 lacks the end-to-end timings and the memory columns (NaN) and
+    ``device_model`` (''). A newer version raises ``SchemaError`` naming ``source``."""
     if version > SCHEMA_VERSION:
         raise SchemaError(f"{source}: written with results schema {version}; this contactbench reads schema "
                           f"<= {SCHEMA_VERSION}. Upgrade contactbench to read it.")
@@ -65,6 +71,8 @@ def upgrade(rows: pd.DataFrame, version: int, source: str = "rows") -> pd.DataFr
         for column, (source_column, _how) in TIMING.items():
             if source_column not in rows:
                 rows[source_column] = float("nan")
+        if "device_model" not in rows:
+            rows["device_model"] = ""
     return rows
 
 

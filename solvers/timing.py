@@ -1,11 +1,20 @@
 """The one timed-solve routine: the runner, asv and pytest-benchmark all time through it.
 
-``PreparedSolve`` validates and prepares a batched problem (untimed: dtype conversion,
-device placement, solver objects); its ``run`` is one timed solve of the whole batch
-(JAX adapters block until the results are ready inside ``run``); ``finish`` turns the raw
-answer into a float64 ``BatchSolution`` under the base class's status contract.
-``timed_solve`` is prepare, one warm-up run (JIT compile included), ``repeats`` timed runs
-and finish.
+``PreparedSolve`` validates and prepares a batched problem (dtype conversion, host to
+device transfer, solver objects); its ``run`` is one solve of the whole batch (JAX adapters
+block until the results are ready inside ``run``); ``finish`` turns the raw answer into a
+float64 ``BatchSolution`` on the host under the base class's status contract.
+
+``timed_solve`` makes two timings of every repeat, both in seconds:
+
+* ``solve``: ``run`` alone, the solver's own work on data already prepared (and, for JAX,
+  already on the device);
+* ``end_to_end``: host NumPy arrays in, ``BatchSolution`` on the host out: validate,
+  prepare, run and finish, every conversion and transfer included. A controller pays this
+  on every tick.
+
+Each repeat prepares afresh, so ``solve`` never reuses what an earlier run left in the
+prepared objects. The first call (JIT compile and warm-up) is timed apart.
 """
 
 from __future__ import annotations
@@ -44,26 +53,35 @@ class PreparedSolve:
 
 @dataclass(frozen=True)
 class TimedSolve:
-    """``solution`` of the last timed run; ``first_s`` the first run's seconds (JIT compile
-    and warm-up included); ``times_s`` (repeats,) the timed runs' seconds."""
+    """``solution`` of the last timed repeat; ``first_s`` the first end-to-end call's
+    seconds (JIT compile and warm-up included); ``times_s`` (repeats,) the ``solve``
+    seconds and ``end_to_end_s`` (repeats,) the end-to-end seconds of each repeat."""
 
     solution: BatchSolution
     first_s: float
     times_s: np.ndarray
+    end_to_end_s: np.ndarray
+
+
+def _end_to_end(adapter: Adapter, problem: StandardForm) -> tuple[BatchSolution, float, float]:
+    """One end-to-end solve: ``(solution, end-to-end seconds, run seconds)``."""
+    t0 = time.perf_counter()
+    ready = PreparedSolve(adapter, problem)
+    t1 = time.perf_counter()
+    raw = ready.run()
+    t2 = time.perf_counter()
+    solution = ready.finish(raw)
+    return solution, time.perf_counter() - t0, t2 - t1
 
 
 def timed_solve(adapter: Adapter, problem: StandardForm, repeats: int) -> TimedSolve:
-    """Prepare ``problem`` (batched, validated by ``check_standard_form``), run it once to
-    warm up, then ``repeats`` (>= 1) timed runs; ``perf_counter`` seconds."""
+    """One warm-up end-to-end call, then ``repeats`` (>= 1) timed end-to-end calls of
+    ``problem`` (batched, validated by ``check_standard_form``), each timed whole and in its
+    ``run``; ``perf_counter`` seconds (see the module docstring)."""
     if not isinstance(repeats, int) or repeats < 1:
         raise ProblemError(f"repeats: expected an integer >= 1, got {repeats!r}")
-    ready = PreparedSolve(adapter, problem)
-    t0 = time.perf_counter()
-    raw = ready.run()
-    first = time.perf_counter() - t0
-    times = np.empty(repeats)
+    solution, first, _run = _end_to_end(adapter, problem)
+    times, whole = np.empty(repeats), np.empty(repeats)
     for i in range(repeats):
-        t0 = time.perf_counter()
-        raw = ready.run()
-        times[i] = time.perf_counter() - t0
-    return TimedSolve(ready.finish(raw), first, times)
+        solution, whole[i], times[i] = _end_to_end(adapter, problem)
+    return TimedSolve(solution, first, times, whole)

@@ -93,6 +93,8 @@ def test_asv_run_quick_on_head(tmp_path):
     solve = "benchmarks.Solve_planar_box_kind_lp1.time_solve"
     assert value(solve, "highs/float64/cpu") > 0
     assert value(solve, "linrax/float32/cpu") > 0
+    whole = "benchmarks.Solve_planar_box_kind_lp1.time_end_to_end"
+    assert value(whole, "highs/float64/cpu") > 0 and value(whole, "linrax/float32/cpu") > 0
     skipped = value(solve, "linrax/float32/gpu")  # no GPU here: skipped, stored as null / NaN
     assert skipped is None or math.isnan(skipped)
     correct = "benchmarks.Outcomes_planar_box_kind_lp1.track_correct"

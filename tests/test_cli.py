@@ -124,3 +124,19 @@ def test_every_command_help_shows_its_examples_intact():
     assert bracketed >= 2  # the family and solver spec examples are among them
     res = cli.invoke(app, ["run", "--help"], terminal_width=250)
     assert "planar-box[kind=exit,disk=True]" in res.output and "name[key=value,...]" in res.output
+
+
+def test_the_scaling_preset_stops_loop_adapters_at_4096_scenes():
+    from bench import grid
+    from bench.cli import PRESETS, limit_loop_sizes
+
+    conf = PRESETS["scaling"]
+    assert conf["n"][0] == 256 and conf["n"][-1] == 65536 and conf["loop_max_n"] == 4096
+    cells, skipped = grid.expand(["planar-box"], ["highs", "linrax"], ["float64"], ["cpu"], conf["n"], 0, 1)
+    kept, skipped = limit_loop_sizes(cells, skipped, conf["loop_max_n"])
+    by_solver = {}
+    for cell in kept:
+        by_solver.setdefault(str(cell.solver), []).append(cell.n)
+    assert by_solver == {"highs": [256, 1024, 4096], "linrax": conf["n"]}
+    assert [why for what, why in skipped] == ["loop adapter: this preset stops loop adapters at 4096 scenes"] * 2
+    assert limit_loop_sizes(cells, [], None) == (cells, [])

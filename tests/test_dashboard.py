@@ -49,8 +49,34 @@ def test_ranking_puts_unsafe_answers_last_then_correctness_then_speed():
     table = pd.DataFrame({
         "config": ["fast-unsafe", "slow-right", "fast-right", "fast-uncertain"],
         "n": [10, 10, 10, 10], "false_accept": [1, 0, 0, 0], "correct_pct": [90.0, 100.0, 100.0, 80.0],
-        "us_per_case": [1.0, 50.0, 5.0, 2.0]})
+        "us_per_case": [1.0, 50.0, 5.0, 2.0], "rank_us": [1.5, 60.0, 9.0, 2.5]})
     assert list(publish.ranked(table)["config"]) == ["fast-right", "slow-right", "fast-uncertain", "fast-unsafe"]
+
+
+def test_the_dashboard_ranks_by_end_to_end_time_unless_told_otherwise():
+    # a JAX-like configuration: fastest solve, but its transfers make it slower end to end
+    table = pd.DataFrame({"config": ["device-solver", "host-solver"], "n": [10, 10], "false_accept": [0, 0],
+                          "correct_pct": [100.0, 100.0], "us_per_case": [1.0, 3.0], "rank_us": [8.0, 3.5]})
+    assert list(publish.ranked(table)["config"]) == ["host-solver", "device-solver"]
+    assert list(publish.ranked(table, by="us_per_case")["config"]) == ["device-solver", "host-solver"]
+    with pytest.raises(publish.ProblemError, match="by: expected a column"):
+        publish.ranked(table, by="ms")
+
+
+def test_crossover_is_the_size_from_which_a_batched_solver_beats_the_fastest_loop():
+    rows = []
+    for n, batched_us, loop_a, loop_b in ((256, 9.0, 4.0, 6.0), (1024, 3.0, 4.0, 5.0), (4096, 1.0, 4.0, 5.0)):
+        rows += [{"config": "vmapped", "batched": True, "us_per_case": batched_us},
+                 {"config": "loop-a", "batched": False, "us_per_case": loop_a},
+                 {"config": "loop-b", "batched": False, "us_per_case": loop_b}]
+        for r in rows[-3:]:
+            r.update(kind="lp1", device="cpu", n_scenes=n)
+    rows += [{"config": "slow-vmapped", "batched": True, "us_per_case": 7.0, "kind": "lp1", "device": "cpu",
+              "n_scenes": n} for n in (256, 1024, 4096)]
+    table = publish.crossover(pd.DataFrame(rows)).set_index("config")
+    assert table.loc["vmapped", "faster_from_scenes"] == 1024
+    assert table.loc["vmapped", "fastest_loop_us"] == 4.0 and table.loc["vmapped", "its_us_at_largest"] == 1.0
+    assert pd.isna(table.loc["slow-vmapped", "faster_from_scenes"])  # never, within the sizes run
 
 
 @pytest.fixture(scope="module")
@@ -175,3 +201,28 @@ def test_a_run_measured_on_two_cpu_models_is_flagged_and_split_by_host(tmp_path)
 def test_a_run_on_one_cpu_model_is_not_flagged(published):
     site, _rows = published
     assert "mixed-cpus" not in site.index.read_text()
+
+
+def test_several_batch_sizes_give_scaling_curves_and_a_crossover_table(tmp_path):
+    """A loop solver and a batched one at two sizes: the family page plots one line per
+    configuration (x = the sizes run) and lists the batched one in the crossover table."""
+    import json
+    import re
+
+    cmd = [sys.executable, "-m", "bench.cli", "run", "-f", "planar-box", "-s", "highs", "-s", "linrax",
+           "--n", "4,16", "--repeats", "1", "--dtype", "float64", "--device", "cpu", "--out", str(tmp_path / "runs"),
+           "--run-id", "sizes"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "CONTACTBENCH_CACHE": str(tmp_path / "cache")})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = publish.prepare_rows(pd.read_parquet(next((tmp_path / "runs" / "sizes").glob("*linrax*n16*.parquet"))))
+    assert (rows["end_to_end_us_per_lp"] >= rows["us_per_lp"]).all() and (rows["rank_us"] == rows["end_to_end_us_per_lp"]).all()
+    site = publish.publish([tmp_path / "runs" / "sizes"], tmp_path / "site")
+    page = site.family_pages["planar-box"].read_text()
+    assert 'id="no-scaling"' not in page
+    figure = json.loads(re.search(r'<script type="application/json" id="scaling-data">(.*?)</script>', page,
+                                  re.S).group(1))
+    assert sorted(t["name"] for t in figure["data"]) == ["highs float64 cpu (lp1)", "linrax float64 cpu (lp1)"]
+    assert all(sorted(t["x"]) == [4, 16] for t in figure["data"])
+    crossover = re.search(r'<table id="crossover">(.*?)</table>', page, re.S).group(1)
+    assert "linrax float64 cpu" in crossover and "highs float64 cpu" not in crossover  # only batched ones

@@ -74,7 +74,11 @@ def _solve_class(spec):
         def time_solve(self, config):
             self.cell.run()
 
-    Solve.__doc__ = f"Time to solve {perf.ASV_N} scenes of {spec}."
+        def time_end_to_end(self, config):
+            self.cell.end_to_end()
+
+    Solve.__doc__ = (f"Time to solve {perf.ASV_N} scenes of {spec}: the solve alone (time_solve) and end to end, "
+                     "host arrays in to host answers out (time_end_to_end).")
     return Solve
 
 

@@ -99,10 +99,16 @@ class PreparedCell:
     cell: Cell
     batch: problems.ProblemBatch
     ready: Any
+    problem: Any = None
 
     def run(self):
         """One timed solve of the whole batch; blocks until JAX results are ready."""
         return self.ready.run()
+
+    def end_to_end(self):
+        """Host arrays in, host ``BatchSolution`` out: validate, prepare (conversion, host to
+        device), run and finish, with the same adapter (its compiled functions reused)."""
+        return type(self.ready)(self.ready.adapter, self.problem).solution()
 
     def solution(self):
         """The batch solution of one run (``BatchSolution``)."""
@@ -145,7 +151,7 @@ def prepared_cell(family_spec: str, config: str, n: int, seed: int = 0) -> Prepa
     except ImportError:  # an older commit
         name, settings = cell.adapter_settings()
         ready = _LegacyPrepared(solvers.get(name, **settings), problem)
-    prepared = PreparedCell(cell, batch, ready)
+    prepared = PreparedCell(cell, batch, ready, problem)
     prepared.run()  # JIT compile and warm-up, untimed
     return prepared
 
