@@ -6,7 +6,8 @@ it reads ``W`` and ``need`` back from LP-1's standard form (``A_eq = [W, I, -I]`
 ``b_eq = need``) and refuses anything else, force limits included. Its answer in LP-1
 terms: supported -> ``x = [witness, 0, 0]`` (objective 0); unsupported -> ``x`` NaN and
 ``y_eq = -z`` (the Farkas plane as an LP-1 dual, unit length); the signed Euclidean margin
-is in ``extras["margin"]``. ``backend=numpy`` (default) runs the enumeration with numpy;
+is in ``extras["margin"]`` with ``margin=True`` (profile ``margin``; it costs several times
+the decision, so it is off by default and NaN). ``backend=numpy`` (default) runs the enumeration with numpy;
 ``backend=jax`` runs the same code jitted with ``jax.numpy`` on ``device`` (cpu or gpu),
 blocking until ready inside the timed call. It lives in ``bench`` (it needs ``problems``'
 geometry) and is registered through the ``contactbench.solvers`` entry point of this package.
@@ -33,8 +34,9 @@ class ExactPlanarAdapter(Adapter):
         "tol": Option(float, None, "non-negativity and separation tolerance (default 1e-9 in float64, 1e-5 in float32)"),
         "backend": Option(str, "numpy", "numpy, or jax (jitted, on device)", choices=("numpy", "jax")),
         "device": Option(str, None, "JAX device platform for backend=jax; None = JAX's default", choices=("cpu", "gpu")),
+        "margin": Option(bool, False, "also compute the signed Euclidean margin (extras['margin']; NaN when off)"),
     }
-    SETTINGS = {"default": {}, "jax": {"backend": "jax"}}
+    SETTINGS = {"default": {}, "jax": {"backend": "jax"}, "margin": {"margin": True}}
 
     @property
     def tol(self) -> float:
@@ -53,7 +55,8 @@ class ExactPlanarAdapter(Adapter):
             jax = _jax.import_jax()
             import jax.numpy as jnp
 
-            self._compiled = jax.jit(functools.partial(planar_exact.decide_codes, jnp, tol=self.tol))
+            self._compiled = jax.jit(functools.partial(planar_exact.decide_codes, jnp, tol=self.tol,
+                                                       margin=self.settings["margin"]))
         return self._compiled
 
     def prepare(self, problem: StandardForm):
@@ -83,7 +86,7 @@ class ExactPlanarAdapter(Adapter):
             with _jax.precision(self.dtype):
                 return jax.block_until_ready(self._jitted()(W, need))
         with np.errstate(invalid="ignore", divide="ignore"):
-            return planar_exact.decide_codes(np, W, need, self.tol)
+            return planar_exact.decide_codes(np, W, need, self.tol, self.settings["margin"])
 
     def collect(self, raw, prepared) -> BatchSolution:
         problem, W, need = prepared

@@ -221,8 +221,56 @@ def test_report_aggregates_robust_cases_to_the_worst_corner(tmp_path):
                                       dict(backend="numpy", dtype="float32")])
 def test_exact_planar_backends_agree_with_numpy_float64(settings):
     b = problems.generate("planar-box", 200, 4)
-    ref = solvers.get("exact-planar").solve_batch(*b.arrays())
-    other = solvers.get("exact-planar", **settings).solve_batch(*b.arrays())
+    ref = solvers.get("exact-planar", margin=True).solve_batch(*b.arrays())
+    other = solvers.get("exact-planar", margin=True, **settings).solve_batch(*b.arrays())
     assert list(other.native_status) == list(ref.native_status)  # same verdict on every case
     np.testing.assert_allclose(other.extras["margin"], ref.extras["margin"],
                                atol=1e-9 if settings["dtype"] == "float64" else 1e-4)
+
+
+def _previous_exact_test(W, need, tol):
+    """The exact test as it was before the closed forms (batched LAPACK solves of each
+    combination's normal equations, Farkas planes by einsum): verdicts only, the yardstick
+    the fast version must match case by case."""
+    import itertools
+
+    B, _, k = W.shape
+    Wt = np.swapaxes(W, 1, 2)
+    need_norm = np.linalg.norm(need, axis=1)
+    found = need_norm <= tol
+    for size in (3, 2, 1):
+        for idx in itertools.combinations(range(k), size):
+            M = W[:, :, list(idx)]
+            G = np.einsum("bdi,bdj->bij", M, M)
+            ok = np.abs(np.linalg.det(G)) > 1e-12
+            lam = np.linalg.solve(np.where(ok[:, None, None], G, np.eye(size)), np.einsum("bdi,bd->bi", M, need)[..., None])[..., 0]
+            resid = np.linalg.norm(np.einsum("bdk,bk->bd", M, lam) - need, axis=1)
+            found |= ok & np.all(lam >= -tol, axis=1) & (resid <= tol * (1 + need_norm))
+    cands = [np.cross(Wt[:, i], Wt[:, j]) for i, j in itertools.combinations(range(k), 2)]
+    units = Wt / np.linalg.norm(Wt, axis=2, keepdims=True)
+    rej = need[:, None, :] - np.einsum("bk,bkd->bkd", np.einsum("bkd,bd->bk", units, need), units)
+    certified = np.zeros(B, dtype=bool)
+    for group in (np.stack(cands + [-c for c in cands], axis=1), np.concatenate([-need[:, None, :], -rej], axis=1)):
+        norm = np.linalg.norm(group, axis=2, keepdims=True)
+        Z = np.where(norm > 1e-300, group / np.where(norm > 1e-300, norm, 1.0), 0.0)
+        ok = (norm[..., 0] > 1e-300) & (np.einsum("bcd,bkd->bck", Z, Wt).min(axis=2) >= -tol)
+        certified |= (ok & (np.einsum("bcd,bd->bc", Z, need) < -tol)).any(axis=1) & ~found
+    return np.where(found, "supported", np.where(certified, "unsupported", "uncertain"))
+
+
+@pytest.mark.parametrize("family", ["planar-box", "near-boundary", "planar-box[drop=0.5,mu=(0.05, 0.3)]"])
+@pytest.mark.parametrize("dtype,tol", [("float64", 1e-9), ("float32", 1e-5)])
+def test_the_closed_form_exact_test_gives_the_previous_answers_on_every_case(family, dtype, tol):
+    b = problems.generate(problems.FamilySpec.parse(family), 2000, 3)
+    W, need = b.W.astype(dtype), b.need.astype(dtype)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        before = _previous_exact_test(W, need, tol)
+    now = planar_exact.decide(W, need, tol, margin=False)
+    assert list(now["verdict"]) == list(before)
+    assert np.isnan(now["margin"]).all()  # not computed unless asked
+    sup = now["verdict"] == "supported"
+    np.testing.assert_allclose(np.einsum("bdk,bk->bd", W[sup], now["witness"][sup]), need[sup],
+                               atol=50 * tol * (1 + np.abs(need[sup]).max()))
+    uns = now["verdict"] == "unsupported"
+    assert (np.einsum("bd,bdk->bk", now["certificate"][uns], W[uns]) >= -tol * 1.01).all()
+    assert (np.einsum("bd,bd->b", now["certificate"][uns], need[uns]) < 0).all()
