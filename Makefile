@@ -33,6 +33,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m pytest -q -m benchmark tests/test_benchmarks.py --benchmark-enable \
 		--benchmark-json results/benchmarks.json
+	$(BIN)/python -m bench.native_speed
 
 clean:
 	rm -rf $(VENV) results/runs results/latest results/site results/benchmarks.json .pytest_cache .asv

@@ -85,6 +85,16 @@ class Conformance:
     known: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class LoopBatch:
+    """A batch prepared for a loop adapter: the validated problem, its cases (unbatched
+    views, split once) and, for split adapters, each case's solver inputs (else None)."""
+
+    problem: StandardForm
+    cases: tuple
+    args: tuple | None
+
+
 class Adapter:
     """Base class of every solver adapter. Instances hold resolved settings only."""
 
@@ -161,22 +171,52 @@ class Adapter:
         return f"{self.NAME}[{','.join(parts)}]" if parts else self.NAME
 
     # ------------------------------------------------------------------ phases
+    # A loop adapter implements either ``solve_one`` (simple), or the split that keeps its
+    # timed ``run`` a tight loop around the solver (native speed): ``case_args`` (untimed, in
+    # ``prepare``: the solver's inputs for one case), ``call_case`` (timed: the solver call,
+    # returning its raw outputs) and ``case_solution`` (untimed, in ``collect``).
     def prepare(self, problem: StandardForm) -> Any:
-        """Untimed preparation of a validated batched problem; returns what ``run`` takes."""
-        return problem
+        """Untimed preparation of a validated batched problem; returns what ``run`` takes
+        (for loop adapters a ``LoopBatch``: the cases split once, and their solver inputs)."""
+        cases = tuple(problem.case(i) for i in range(problem.batch or 0))
+        args = tuple(self.case_args(case) for case in cases) if self._split_loop() else None
+        return LoopBatch(problem, cases, args)
 
     def run(self, prepared: Any) -> Any:
         """Timed: solve every case of the prepared batch; return when results are ready."""
-        problem: StandardForm = prepared
-        return [self.solve_one(problem.case(i)) for i in range(problem.batch or 0)]
+        if prepared.args is not None:
+            call = self.call_case
+            return [call(args) for args in prepared.args]
+        solve_one = self.solve_one
+        return [solve_one(case) for case in prepared.cases]
 
     def collect(self, raw: Any, prepared: Any) -> BatchSolution:
         """Untimed: turn ``run``'s output into a float64 ``BatchSolution``."""
+        if isinstance(prepared, LoopBatch) and prepared.args is not None:
+            raw = [self.case_solution(case, out) for case, out in zip(prepared.cases, raw)]
         return BatchSolution.stack(raw)
 
     def solve_one(self, problem: StandardForm) -> Solution:
-        """Solve one validated, unbatched problem (loop adapters implement this)."""
+        """Solve one validated, unbatched problem (loop adapters implement this, or the split)."""
+        if self._split_loop():
+            return self.case_solution(problem, self.call_case(self.case_args(problem)))
         raise NotImplementedError(f"adapter {self.NAME!r} implements neither solve_one nor run")
+
+    def case_args(self, case: StandardForm) -> Any:
+        """Untimed: the solver's inputs for one unbatched case (split loop adapters)."""
+        raise NotImplementedError
+
+    def call_case(self, args: Any) -> Any:
+        """Timed: call the solver on ``case_args``' output; return its raw outputs (copied)."""
+        raise NotImplementedError
+
+    def case_solution(self, case: StandardForm, out: Any) -> Solution:
+        """Untimed: the ``Solution`` of one case from ``call_case``'s output."""
+        raise NotImplementedError
+
+    @classmethod
+    def _split_loop(cls) -> bool:
+        return cls.call_case is not Adapter.call_case
 
     # ------------------------------------------------------------- public API
     def solve(self, c, A_eq, b_eq, A_ub, b_ub, *, P=None, lb=None, cones=None, cone_mu=None) -> Solution:

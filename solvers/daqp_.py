@@ -56,9 +56,7 @@ class DaqpAdapter(Adapter):
         "low_accuracy": {"primal_tol": 1e-4},
     }
 
-    def solve_one(self, problem: StandardForm) -> Solution:
-        import daqp
-
+    def case_args(self, problem: StandardForm):
         n, m_eq, m_ub = problem.n, problem.m_eq, problem.m_ub
         A = np.vstack([problem.A_eq, problem.A_ub])
         upper = np.concatenate([np.full(n, np.inf), problem.b_eq, problem.b_ub])
@@ -67,8 +65,17 @@ class DaqpAdapter(Adapter):
         settings = self.native_options()
         if problem.P is None:
             settings.setdefault("eps_prox", -1.0)
-        x, fval, flag, info = daqp.solve(_forms.objective_matrix(problem), problem.c, A, upper, lower, sense,
-                                         **settings)
+        return (_forms.objective_matrix(problem), problem.c, A, upper, lower, sense), settings
+
+    def call_case(self, args):
+        import daqp
+
+        arrays, settings = args
+        return daqp.solve(*arrays, **settings)
+
+    def case_solution(self, problem: StandardForm, out) -> Solution:
+        x, fval, flag, info = out
+        n, m_eq, m_ub = problem.n, problem.m_eq, problem.m_ub
         status = _STATUS.get(int(flag), Status.ERROR)
         lam = -np.asarray(info["lam"], float)
         ok = status is Status.OPTIMAL

@@ -49,30 +49,40 @@ class PiqpAdapter(Adapter):
         "low_accuracy": {"eps_abs": 1e-5, "eps_rel": 1e-5},
     }
 
-    def solve_one(self, problem: StandardForm) -> Solution:
+    def case_args(self, problem: StandardForm):
+        m_eq, m_ub = problem.m_eq, problem.m_ub
+        fortran = lambda a: np.asfortranarray(a, dtype=float)  # noqa: E731  (PIQP wants column-major)
+        return (fortran(_forms.objective_matrix(problem)), problem.c,
+                fortran(problem.A_eq) if m_eq else None, problem.b_eq if m_eq else None,
+                fortran(problem.A_ub) if m_ub else None, None, problem.b_ub if m_ub else None,
+                np.where(np.isfinite(problem.lb), problem.lb, -np.inf), None), self.native_options()
+
+    def call_case(self, args):
         import piqp
 
-        n, m_eq, m_ub = problem.n, problem.m_eq, problem.m_ub
+        arrays, options = args
         solver = piqp.DenseSolver()
         solver.settings.verbose = False
-        for key, value in self.native_options().items():
+        for key, value in options.items():
             setattr(solver.settings, key, value)
-        fortran = lambda a: np.asfortranarray(a, dtype=float)  # noqa: E731  (PIQP wants column-major)
-        solver.setup(fortran(_forms.objective_matrix(problem)), problem.c,
-                     fortran(problem.A_eq) if m_eq else None, problem.b_eq if m_eq else None,
-                     fortran(problem.A_ub) if m_ub else None, None, problem.b_ub if m_ub else None,
-                     np.where(np.isfinite(problem.lb), problem.lb, -np.inf), None)
-        native = str(solver.solve()).split(".")[-1]
-        status = _STATUS.get(native, Status.ERROR)
+        solver.setup(*arrays)
+        status = solver.solve()
         res = solver.result
+        return status, np.array(res.x), np.array(res.y), np.array(res.z_u), int(res.info.iter)
+
+    def case_solution(self, problem: StandardForm, out) -> Solution:
+        n, m_eq, m_ub = problem.n, problem.m_eq, problem.m_ub
+        flag, x, y, z_u, iterations = out
+        native = str(flag).split(".")[-1]
+        status = _STATUS.get(native, Status.ERROR)
         ok = status is Status.OPTIMAL
         duals = ok or status is Status.INFEASIBLE  # PIQP's last iterate: the verifier decides if it proves anything
         return Solution(
-            x=np.asarray(res.x, float) if ok else np.full(n, np.nan),
-            y_eq=-np.asarray(res.y, float) if duals and m_eq else np.full(m_eq, np.nan),
-            y_ub=-np.asarray(res.z_u, float) if duals and m_ub else np.full(m_ub, np.nan),
-            objective=_forms.objective_value(problem, np.asarray(res.x, float)) if ok else float("nan"),
-            status=status, iterations=int(res.info.iter), native_status=native,
+            x=np.asarray(x, float) if ok else np.full(n, np.nan),
+            y_eq=-np.asarray(y, float) if duals and m_eq else np.full(m_eq, np.nan),
+            y_ub=-np.asarray(z_u, float) if duals and m_ub else np.full(m_ub, np.nan),
+            objective=_forms.objective_value(problem, np.asarray(x, float)) if ok else float("nan"),
+            status=status, iterations=iterations, native_status=native,
         )
 
 

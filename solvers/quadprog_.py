@@ -35,22 +35,28 @@ class QuadprogAdapter(Adapter):
         if problem.P is None:
             raise ProblemError("P: quadprog solves strictly convex QPs only; got an LP (P=None)")
 
-    def solve_one(self, problem: StandardForm) -> Solution:
-        import quadprog
-
-        n, m_eq, m_ub = problem.n, problem.m_eq, problem.m_ub
+    def case_args(self, problem: StandardForm):
         G_b, h_b = _forms.bound_rows(problem)
         C = np.vstack([problem.A_eq, -problem.A_ub, -G_b]).T
         b = np.concatenate([problem.b_eq, -problem.b_ub, -h_b])
+        return np.ascontiguousarray(problem.P, dtype=float), -problem.c, C, b, problem.m_eq
+
+    def call_case(self, args):
+        import quadprog
+
         try:
-            x, _f, _xu, iters, lam, _act = quadprog.solve_qp(
-                np.ascontiguousarray(problem.P, dtype=float), -problem.c, C, b, m_eq)
-        except ValueError as exc:
-            text = str(exc)
-            status = Status.INFEASIBLE if "constraints are inconsistent" in text else Status.NUMERICAL_ERROR
+            return quadprog.solve_qp(*args)
+        except ValueError as exc:  # quadprog's way of saying infeasible (or worse)
+            return str(exc)
+
+    def case_solution(self, problem: StandardForm, out) -> Solution:
+        m_eq, m_ub = problem.m_eq, problem.m_ub
+        if isinstance(out, str):
+            status = Status.INFEASIBLE if "constraints are inconsistent" in out else Status.NUMERICAL_ERROR
             x_nan, ye_nan, yu_nan = _forms.nan_solution_arrays(problem)
             return Solution(x=x_nan, y_eq=ye_nan, y_ub=yu_nan, objective=float("nan"), status=status,
-                            native_status="ValueError", message=text)
+                            native_status="ValueError", message=out)
+        x, _f, _xu, iters, lam, _act = out
         lam = np.asarray(lam, float)
         return Solution(x=np.asarray(x, float), y_eq=lam[:m_eq], y_ub=-lam[m_eq:m_eq + m_ub],
                         objective=_forms.objective_value(problem, np.asarray(x, float)), status=Status.OPTIMAL,

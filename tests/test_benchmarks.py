@@ -99,3 +99,36 @@ def test_verify_qp(benchmark):
     optimal = solution.status == Status.OPTIMAL
     assert optimal.sum() > 100  # most stances hold the body
     assert np.nanmax(checked["primal_residual"][optimal]) < 1e-5
+
+
+def test_the_native_speed_benchmark_measures_each_adapter_against_its_bare_loop(capsys):
+    """Runs both sides (no wall-time assertion: speed is measured in `make bench`)."""
+    from bench import native_speed
+
+    assert native_speed.main(["--rounds", "1", "--scale", "0.05", "--solver", "quadprog", "--solver", "daqp"]) == 0
+    lines = [line.split() for line in capsys.readouterr().out.splitlines()[1:] if not line.startswith("above")]
+    assert [(row[0], row[1]) for row in lines] == [("quadprog", "quadruped[kind=qp]"), ("quadprog", "humanoid[kind=qp]"),
+                                                   ("daqp", "quadruped[kind=qp]"), ("daqp", "humanoid[kind=qp]")]
+    assert all(float(row[2]) > 0 and float(row[3]) > 0 for row in lines)
+    with pytest.raises(SystemExit):
+        native_speed.main(["--solver", "nosuch"])
+
+
+def test_the_bare_loops_give_the_adapters_answers():
+    """The bare loop is the same solver on the same arrays: same x on every solved case."""
+    import problems
+    from bench import native_speed
+    from solvers import check_standard_form
+
+    batch = problems.generate(problems.FamilySpec.parse("quadruped[kind=qp]"), 12, 0)
+    problem = check_standard_form(*batch.arrays(), **batch.extra(), batched=True)
+    for name in ("proxsuite", "piqp", "quadprog", "daqp"):
+        if solvers.available().get(name):
+            continue
+        build, call = native_speed.BARE[name]()
+        ours = solvers.get(name).solve_batch(*batch.arrays(), **batch.extra())
+        for i in range(problem.batch):
+            out = call(*build(problem.case(i)))
+            if ours.status[i].value == "optimal" and not isinstance(out, str):
+                np.testing.assert_allclose(np.asarray(out[0]), ours.x[i],
+                                           atol=1e-8, err_msg=name)

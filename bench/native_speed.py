@@ -1,0 +1,177 @@
+"""Adapters against their solver called directly: ``python -m bench.native_speed`` (``make bench``).
+
+For each loop adapter with a bare loop here, on the quadruped QP (128 scenes) and the
+humanoid QP (64 scenes): the adapter's timed ``run`` (``solvers.timing.PreparedSolve``,
+exactly what a cell times as "solve") against a tight loop that calls the same solver with
+the same options on the same arrays (per-case arguments built before the clock starts, the
+answer's arrays copied out as the adapter must). Both run ``--rounds`` times interleaved;
+the printed ratio is the median of adapter time / bare time. ``--check`` exits 1 when a
+ratio is above ``--limit`` (1.15 by default) and the adapter's module does not say why
+(a ``NATIVE_SPEED_NOTE`` on the adapter class).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+#: solver -> (per-case argument builder, bare call); both see one case as a StandardForm
+BIG = 1e20
+
+
+def _proxsuite():
+    import proxsuite
+
+    def build(case):
+        n, m_eq, m_ub = case.n, case.m_eq, case.m_ub
+        box = bool(np.isfinite(case.lb).any())
+        P = case.P if case.P is not None else np.zeros((n, n))
+        args = [P, case.c, case.A_eq if m_eq else None, case.b_eq if m_eq else None,
+                case.A_ub if m_ub else None, np.full(m_ub, -BIG) if m_ub else None, case.b_ub if m_ub else None]
+        if box:
+            args += [np.where(np.isfinite(case.lb), case.lb, -BIG), np.full(n, BIG)]
+        return (n, m_eq, m_ub, box), args
+
+    def call(shape, args):
+        qp = proxsuite.proxqp.dense.QP(*shape)
+        qp.settings.verbose = False
+        qp.init(*args)
+        qp.solve()
+        r = qp.results
+        return np.array(r.x), np.array(r.y), np.array(r.z), r.info.status
+
+    return build, call
+
+
+def _piqp():
+    import piqp
+
+    def build(case):
+        n, m_eq, m_ub = case.n, case.m_eq, case.m_ub
+        f = lambda a: np.asfortranarray(a, dtype=float)  # noqa: E731
+        P = case.P if case.P is not None else np.zeros((n, n))
+        return None, [f(P), case.c, f(case.A_eq) if m_eq else None, case.b_eq if m_eq else None,
+                      f(case.A_ub) if m_ub else None, None, case.b_ub if m_ub else None,
+                      np.where(np.isfinite(case.lb), case.lb, -np.inf), None]
+
+    def call(_shape, args):
+        solver = piqp.DenseSolver()
+        solver.settings.verbose = False
+        solver.setup(*args)
+        status = solver.solve()
+        r = solver.result
+        return np.array(r.x), np.array(r.y), np.array(r.z_u), status
+
+    return build, call
+
+
+def _quadprog():
+    import quadprog
+
+    def build(case):
+        j = np.flatnonzero(np.isfinite(case.lb))
+        G_b = np.zeros((len(j), case.n))
+        G_b[np.arange(len(j)), j] = -1.0
+        C = np.vstack([case.A_eq, -case.A_ub, -G_b]).T
+        b = np.concatenate([case.b_eq, -case.b_ub, case.lb[j]])
+        return None, [np.ascontiguousarray(case.P, dtype=float), -case.c, C, b, case.m_eq]
+
+    def call(_shape, args):
+        try:
+            x, f, _xu, iters, lam, _act = quadprog.solve_qp(*args)
+        except ValueError as exc:  # infeasible: quadprog raises, as the adapter must handle too
+            return str(exc)
+        return x, lam, iters
+
+    return build, call
+
+
+def _daqp():
+    import daqp
+
+    def build(case):
+        n, m_eq, m_ub = case.n, case.m_eq, case.m_ub
+        A = np.vstack([case.A_eq, case.A_ub])
+        upper = np.concatenate([np.full(n, np.inf), case.b_eq, case.b_ub])
+        lower = np.concatenate([case.lb, case.b_eq, np.full(m_ub, -np.inf)])
+        sense = np.concatenate([np.zeros(n), np.full(m_eq, 5), np.zeros(m_ub)]).astype(np.int32)
+        P = case.P if case.P is not None else np.zeros((n, n))
+        return None, [P, case.c, A, upper, lower, sense]
+
+    def call(_shape, args):
+        x, fval, flag, info = daqp.solve(*args)
+        return np.array(x), np.array(info["lam"]), flag
+
+    return build, call
+
+
+BARE = {"proxsuite": _proxsuite, "piqp": _piqp, "quadprog": _quadprog, "daqp": _daqp}
+PROBLEMS = {"quadruped[kind=qp]": 128, "humanoid[kind=qp]": 64}
+
+
+def measure(solver: str, family: str, n: int, rounds: int) -> tuple[float, float]:
+    """``(median adapter seconds, median bare seconds)`` for one batch, interleaved rounds."""
+    import problems
+    import solvers
+    from solvers import check_standard_form
+    from solvers.timing import PreparedSolve
+
+    batch = problems.generate(problems.FamilySpec.parse(family), n, 0)
+    problem = check_standard_form(*batch.arrays(), **batch.extra(), batched=True)
+    ready = PreparedSolve(solvers.get(solver), problem)
+    build, call = BARE[solver]()
+    cases = [build(problem.case(i)) for i in range(problem.batch)]
+    ready.run()
+    [call(*c) for c in cases]  # warm both
+    adapter_s, bare_s = [], []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        ready.run()
+        adapter_s.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        [call(*c) for c in cases]
+        bare_s.append(time.perf_counter() - t0)
+    return float(np.median(adapter_s)), float(np.median(bare_s))
+
+
+def main(argv: list[str] | None = None) -> int:
+    import solvers
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median taken)")
+    parser.add_argument("--solver", action="append", help=f"solvers to measure (default: {sorted(BARE)})")
+    parser.add_argument("--limit", type=float, default=1.15, help="largest acceptable adapter / bare ratio")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a ratio exceeds --limit unexplained")
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of the batch sizes (tests: small)")
+    args = parser.parse_args(argv)
+    if args.rounds < 1 or not 0 < args.scale <= 1:
+        parser.error("--rounds: expected >= 1; --scale: expected a number in (0, 1]")
+    names = args.solver or sorted(BARE)
+    unknown = [s for s in names if s not in BARE]
+    if unknown:
+        parser.error(f"--solver: expected some of {sorted(BARE)}, got {unknown}")
+    available = solvers.available()
+    over = []
+    print(f"{'solver':<10} {'problem':<20} {'adapter us/case':>16} {'bare us/case':>13} {'ratio':>6}")
+    for solver in names:
+        if available.get(solver):
+            print(f"{solver:<10} skipped: {available[solver]}")
+            continue
+        for family, n in PROBLEMS.items():
+            n = max(4, int(n * args.scale))
+            adapter_s, bare_s = measure(solver, family, n, args.rounds)
+            ratio = adapter_s / bare_s
+            print(f"{solver:<10} {family:<20} {adapter_s / n * 1e6:>16.1f} {bare_s / n * 1e6:>13.1f} {ratio:>6.2f}",
+                  flush=True)
+            note = getattr(solvers.adapter_class(solver), "NATIVE_SPEED_NOTE", "")
+            if ratio > args.limit and not note:
+                over.append(f"{solver} on {family}: {ratio:.2f}")
+    if over:
+        print(f"above {args.limit}: " + "; ".join(over))
+    return 1 if (args.check and over) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
