@@ -124,3 +124,54 @@ def reproduction_table(rows: pd.DataFrame) -> pd.DataFrame:
     set_order = {label: i for i, (label, *_r) in enumerate(REPRODUCTION_SETS)}
     return table.sort_values(["set", "solver"], key=lambda s: s.map(set_order) if s.name == "set" else s
                              ).reset_index(drop=True)
+
+
+#: seed 002's device table: (row label, family spec, kinds whose times add up, solver spec)
+DEVICE_ROWS = (
+    ("planar exact", "planar-box", ("lp1",), "exact-planar[jax]"),
+    ("planar LP-1", "planar-box", ("lp1",), "linrax-hold"),
+    ("planar LP with margins", "planar-box", ("lp1", "exit"), "linrax-hold"),
+    ("3D LP-1", "cube-3d", ("lp1",), "linrax-hold"),
+    ("3D LP with margins", "cube-3d", ("lp1", "exit"), "linrax-hold"),
+)
+#: scenes per cell of the device table (the seed's "per 256")
+DEVICE_N = 256
+
+
+def device_cells(seed: int = 0, repeats: int = 5, scale: float = 1.0, devices: tuple[str, ...] = ("cpu",)) -> list[Cell]:
+    """The cells of the device table, float32, on each of ``devices`` (one per distinct
+    family, kind and solver; the "with margins" rows reuse the LP-1 cells)."""
+    seen, cells = set(), []
+    for _label, fam, kinds, spec in DEVICE_ROWS:
+        for kind in kinds:
+            for device in devices:
+                key = (fam, kind, spec, device)
+                if key not in seen:
+                    seen.add(key)
+                    cells.append(Cell.of(FamilySpec.of(fam, kind=kind), max(8, int(DEVICE_N * scale)), seed, spec,
+                                         "float32", device, repeats))
+    return cells
+
+
+def device_table(rows: pd.DataFrame, devices: tuple[str, ...] = ("cpu", "gpu")) -> pd.DataFrame:
+    """Seed 002's device table: one row per ``DEVICE_ROWS`` entry, per device the ms per 256
+    scenes of the solve and end to end (float32; a "with margins" row adds its kinds'
+    times), and the verified share correct; a device without rows reads "not measured"."""
+    table = summarize(rows, ["family", "kind", "solver_spec", "device"]).set_index(
+        ["family", "kind", "solver_spec", "device"])
+    out = []
+    for label, fam, kinds, spec in DEVICE_ROWS:
+        canonical = str(solvers.SolverSpec.parse(spec))
+        row = {"row": label, "solver": spec}
+        for device in devices:
+            keys = [(fam, kind, canonical, device) for kind in kinds]
+            if not all(k in table.index for k in keys):
+                row[f"{device}_ms_per_256"] = row[f"{device}_e2e_ms_per_256"] = "not measured"
+                row[f"{device}_correct"] = ""
+                continue
+            got = table.loc[keys]
+            row[f"{device}_ms_per_256"] = float(got["ms_per_256"].sum())
+            row[f"{device}_e2e_ms_per_256"] = float(got["end_to_end_ms_per_256"].sum())
+            row[f"{device}_correct"] = f"{int(got['correct'].sum())}/{int(got['n'].sum())}"
+        out.append(row)
+    return pd.DataFrame(out)

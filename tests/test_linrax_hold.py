@@ -256,3 +256,36 @@ def test_chunked_batches_give_the_whole_batch_answer():
     chunked = solvers.get("linrax-hold", dtype="float64", chunk=4).solve_batch(*batch.arrays())  # 4 + 4 + 2 padded
     np.testing.assert_allclose(chunked.x, whole.x, atol=1e-9)
     np.testing.assert_array_equal(chunked.status, whole.status)
+
+
+def test_the_device_table_fills_each_device_column_from_its_own_rows(tmp_path):
+    """CPU cells for real (with XLA simulating 4 host devices, as a multi-GPU node would give
+    several), and the same rows relabelled as a GPU run: each column reads its own device."""
+    import os
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    from bench import report, seed002
+
+    cells = seed002.device_cells(0, 1, 8 / seed002.DEVICE_N, ("cpu", "gpu"))
+    assert {c.device for c in cells} == {"cpu", "gpu"} and {c.dtype for c in cells} == {"float32"}
+    assert len(cells) == 2 * 5  # exact, LP-1 and exits on two families, the margins rows reuse LP-1
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
+           "CONTACTBENCH_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-m", "bench.cli", "ablate", "--table", "gpu", "--scale", "0.03125",
+                           "--repeats", "1", "--out", str(tmp_path / "runs"), "--run-id", "dev"],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "GPU columns read 'not measured'" in proc.stdout
+    rows = report.load_runs([tmp_path / "runs" / "dev"])
+    assert set(rows["env_jax_devices"]) == {"cpu:cpu:0,cpu:cpu:1,cpu:cpu:2,cpu:cpu:3"}  # 4 simulated devices seen
+    cpu_only = seed002.device_table(rows)
+    assert list(cpu_only["row"]) == [r[0] for r in seed002.DEVICE_ROWS]
+    assert (cpu_only["gpu_ms_per_256"] == "not measured").all()
+    both = seed002.device_table(pd.concat([rows, rows.assign(device="gpu", ms_per_256=rows["ms_per_256"] / 4)]))
+    assert list(both["gpu_ms_per_256"].astype(float) * 4) == pytest.approx(list(both["cpu_ms_per_256"].astype(float)))
+    margins = both.set_index("row")
+    assert margins.loc["planar LP with margins", "cpu_ms_per_256"] > margins.loc["planar LP-1", "cpu_ms_per_256"]
+    assert margins.loc["3D LP-1", "cpu_correct"] == "8/8"
