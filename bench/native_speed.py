@@ -1,7 +1,7 @@
 """Adapters against their solver called directly: ``python -m bench.native_speed`` (``make bench``).
 
 For each loop adapter with a bare loop here, on the quadruped QP (128 scenes) and the
-humanoid QP (64 scenes): the adapter's timed ``run`` (``solvers.timing.PreparedSolve``,
+humanoid QP (64 scenes) (HiGHS: planar-box LP-1, 256, and cube-3d LP-1, 128): the adapter's timed ``run`` (``solvers.timing.PreparedSolve``,
 exactly what a cell times as "solve") against a tight loop that calls the same solver with
 the same options on the same arrays (per-case arguments built before the clock starts, the
 answer's arrays copied out as the adapter must). Both run ``--rounds`` times interleaved;
@@ -107,8 +107,61 @@ def _daqp():
     return build, call
 
 
-BARE = {"proxsuite": _proxsuite, "piqp": _piqp, "quadprog": _quadprog, "daqp": _daqp}
-PROBLEMS = {"quadruped[kind=qp]": 128, "humanoid[kind=qp]": 64}
+def _highs():
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+
+    def build(case):
+        A = np.vstack([case.A_eq, case.A_ub])
+        mask = A != 0.0
+        starts = np.concatenate([[0], np.cumsum(mask.sum(axis=0))]).astype(np.int32)
+        rows, cols = np.nonzero(mask.T)
+        inf = highspy.kHighsInf
+        return None, (case.n, A.shape[0], int(mask.sum()), int(highspy.MatrixFormat.kColwise), 1, 0.0, case.c,
+                      np.where(np.isfinite(case.lb), case.lb, -inf), np.full(case.n, inf),
+                      np.concatenate([case.b_eq, np.full(case.m_ub, -inf)]), np.concatenate([case.b_eq, case.b_ub]),
+                      starts[:-1].copy(), cols.astype(np.int32), A.T[rows, cols], np.zeros(case.n, dtype=np.int32))
+
+    def call(_shape, model):
+        h.passModel(*model)
+        h.run()
+        sol = h.getSolution()
+        return np.array(sol.col_value), np.array(sol.row_dual), h.getModelStatus(), h.getInfo().simplex_iteration_count
+
+    return build, call
+
+
+def _clarabel():
+    import clarabel
+    from scipy import sparse
+
+    def build(case):
+        j = np.flatnonzero(np.isfinite(case.lb))
+        G_b = np.zeros((len(j), case.n))
+        G_b[np.arange(len(j)), j] = -1.0
+        A = sparse.csc_matrix(np.vstack([case.A_eq, case.A_ub, G_b]))
+        b = np.concatenate([case.b_eq, case.b_ub, -case.lb[j]])
+        P = sparse.csc_matrix(np.triu(case.P if case.P is not None else np.zeros((case.n, case.n))))
+        cones = ([clarabel.ZeroConeT(case.m_eq)] if case.m_eq else [])
+        cones += [clarabel.NonnegativeConeT(case.m_ub + len(j))] if case.m_ub + len(j) else []
+        settings = clarabel.DefaultSettings()
+        settings.verbose = False
+        return None, (P, case.c, A, b, cones, settings)
+
+    def call(_shape, args):
+        result = clarabel.DefaultSolver(*args).solve()
+        return np.array(result.x), np.array(result.z), result.status
+
+    return build, call
+
+
+BARE = {"proxsuite": _proxsuite, "piqp": _piqp, "quadprog": _quadprog, "daqp": _daqp, "highs": _highs,
+        "clarabel": _clarabel}
+QP_PROBLEMS = {"quadruped[kind=qp]": 128, "humanoid[kind=qp]": 64}
+#: the problems each solver is measured on (QP solvers: the legged QPs; HiGHS: hold LPs)
+PROBLEMS = {name: QP_PROBLEMS for name in BARE} | {"highs": {"planar-box[kind=lp1]": 256, "cube-3d[kind=lp1]": 128}}
 
 
 def measure(solver: str, family: str, n: int, rounds: int) -> tuple[float, float]:
@@ -159,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         if available.get(solver):
             print(f"{solver:<10} skipped: {available[solver]}")
             continue
-        for family, n in PROBLEMS.items():
+        for family, n in PROBLEMS[solver].items():
             n = max(4, int(n * args.scale))
             adapter_s, bare_s = measure(solver, family, n, args.rounds)
             ratio = adapter_s / bare_s

@@ -94,6 +94,13 @@ class LoopBatch:
     cases: tuple
     args: tuple | None
 
+    def __getattr__(self, name: str):
+        """The problem's attributes (``batch``, ``c``, ``case(i)``, ...): adapters written
+        when ``prepare`` returned the problem itself keep working."""
+        if name == "problem":  # not yet set (copy, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.problem, name)
+
 
 class Adapter:
     """Base class of every solver adapter. Instances hold resolved settings only."""

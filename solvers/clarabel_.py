@@ -58,7 +58,7 @@ class ClarabelAdapter(Adapter):
         "low_accuracy": {"tol_gap_abs": 1e-5, "tol_gap_rel": 1e-5, "tol_feas": 1e-5},
     }
 
-    def solve_one(self, problem: StandardForm) -> Solution:
+    def case_args(self, problem: StandardForm):
         import clarabel
         from scipy import sparse
 
@@ -79,14 +79,23 @@ class ClarabelAdapter(Adapter):
         settings.verbose = False
         for key, value in self.native_options().items():
             setattr(settings, key, value)
-        result = clarabel.DefaultSolver(P, problem.c, A, b, cones, settings).solve()
-        native = str(result.status)
+        return P, problem.c, A, b, cones, settings
+
+    def call_case(self, args):
+        import clarabel
+
+        result = clarabel.DefaultSolver(*args).solve()
+        return str(result.status), np.array(result.x), np.array(result.z), float(result.obj_val), int(result.iterations)
+
+    def case_solution(self, problem: StandardForm, out) -> Solution:
+        native, x, z, obj_val, iterations = out
+        n, m_eq, m_ub = problem.n, problem.m_eq, problem.m_ub
         status = _STATUS.get(native, Status.ERROR)
-        z = -np.asarray(result.z, float)
-        x = np.asarray(result.x, float) if status is not Status.INFEASIBLE else np.full(n, np.nan)
+        z = -np.asarray(z, float)
+        x = np.asarray(x, float) if status is not Status.INFEASIBLE else np.full(n, np.nan)
         return Solution(x=x, y_eq=z[:m_eq], y_ub=z[m_eq:m_eq + m_ub],
-                        objective=float(result.obj_val) if status is Status.OPTIMAL else float("nan"),
-                        status=status, iterations=int(result.iterations), native_status=native)
+                        objective=obj_val if status is Status.OPTIMAL else float("nan"),
+                        status=status, iterations=iterations, native_status=native)
 
 
 ADAPTER = ClarabelAdapter

@@ -86,69 +86,66 @@ class HighsAdapter(Adapter):
         return self._highs
 
     def prepare(self, problem: StandardForm):
-        """Column-wise sparse matrices and row bounds per case (untimed)."""
+        """Column-wise sparse matrices and row bounds per case (untimed), and the solver
+        object with its options set (reused by every case: ``passModel`` replaces the model)."""
         import highspy
 
-        kcol = highspy.MatrixFormat.kColwise
-        cases = []
-        for i in range(problem.batch or 0):
-            case = problem.case(i)
-            A = np.vstack([case.A_eq, case.A_ub])
-            mask = A != 0.0
-            starts = np.concatenate([[0], np.cumsum(mask.sum(axis=0))]).astype(np.int32)
-            rows, cols = np.nonzero(mask.T)  # column-major order
-            index = cols.astype(np.int32)
-            value = A.T[rows, cols]
-            row_lower = np.concatenate([case.b_eq, np.full(case.m_ub, -INF)])
-            row_upper = np.concatenate([case.b_eq, case.b_ub])
-            cases.append((case, (case.n, A.shape[0], int(value.size), int(kcol), 1, 0.0,
-                                 case.c, np.where(np.isfinite(case.lb), case.lb, -INF), np.full(case.n, INF),
-                                 row_lower, row_upper, starts[:-1].copy(), index, value,
-                                 np.zeros(case.n, dtype=np.int32))))
+        prepared = super().prepare(problem)
         self._solver()
         if self.settings.get("threads") is not None:
             # HiGHS' thread scheduler is global to the process and fixed by its first run: a
             # Highs asking for another thread count after any other has run stops with
             # "Not Set" (ERROR) on every case. Reset it (untimed) so this adapter's count holds.
             highspy.Highs.resetGlobalScheduler(True)
-        return cases
+        return prepared
 
-    def run(self, prepared):
-        return [self._solve_model(case, model) for case, model in prepared]
+    def case_args(self, case: StandardForm):
+        import highspy
 
-    def solve_one(self, problem: StandardForm) -> Solution:
-        batch = StandardForm(problem.c[None], problem.A_eq[None], problem.b_eq[None],
-                             problem.A_ub[None], problem.b_ub[None], None, 1, problem.lb[None])
-        return self.run(self.prepare(batch))[0]
+        A = np.vstack([case.A_eq, case.A_ub])
+        mask = A != 0.0
+        starts = np.concatenate([[0], np.cumsum(mask.sum(axis=0))]).astype(np.int32)
+        rows, cols = np.nonzero(mask.T)  # column-major order
+        index = cols.astype(np.int32)
+        value = A.T[rows, cols]
+        row_lower = np.concatenate([case.b_eq, np.full(case.m_ub, -INF)])
+        row_upper = np.concatenate([case.b_eq, case.b_ub])
+        return (case.n, A.shape[0], int(value.size), int(highspy.MatrixFormat.kColwise), 1, 0.0,
+                case.c, np.where(np.isfinite(case.lb), case.lb, -INF), np.full(case.n, INF),
+                row_lower, row_upper, starts[:-1].copy(), index, value, np.zeros(case.n, dtype=np.int32))
 
-    def _solve_model(self, case: StandardForm, model) -> Solution:
+    def call_case(self, model):
         h = self._solver()
         h.passModel(*model)
         h.run()
         native = h.getModelStatus()
-        native_name = getattr(native, "name", str(native))
-        status = _STATUS.get(native_name, Status.ERROR)
         info = h.getInfo()
         sol = h.getSolution()
+        infeasible = _STATUS.get(getattr(native, "name", str(native))) is Status.INFEASIBLE
+        ray = h.getDualRay() if infeasible else None  # read now: the next case replaces the model
+        return (native, float(info.objective_function_value), int(max(info.simplex_iteration_count, 0)
+                + max(info.ipm_iteration_count, 0)), sol.value_valid, sol.dual_valid,
+                np.array(sol.col_value), np.array(sol.row_dual), ray)
+
+    def case_solution(self, case: StandardForm, out) -> Solution:
+        native, objective, iterations, value_valid, dual_valid, col_value, row_dual_raw, ray = out
+        native_name = getattr(native, "name", str(native))
+        status = _STATUS.get(native_name, Status.ERROR)
         n, m_eq = case.n, case.m_eq
-        if sol.value_valid:
-            x = np.asarray(sol.col_value, dtype=float)
-        else:
-            x = np.full(n, np.nan)
+        x = np.asarray(col_value, dtype=float) if value_valid else np.full(n, np.nan)
         row_dual = np.full(m_eq + case.m_ub, np.nan)
         if status is Status.INFEASIBLE:
-            _, has_ray, ray = h.getDualRay()
-            if has_ray and len(ray) == len(row_dual):
-                row_dual = np.asarray(ray, dtype=float)
+            if ray is not None:
+                _, has_ray, values = ray
+                if has_ray and len(values) == len(row_dual):
+                    row_dual = np.asarray(values, dtype=float)
             x = np.full(n, np.nan)  # no primal answer to an infeasible LP
-        elif sol.dual_valid:
-            row_dual = np.asarray(sol.row_dual, dtype=float)
-        objective = float(info.objective_function_value) if status is Status.OPTIMAL else float("nan")
-        iterations = int(max(info.simplex_iteration_count, 0) + max(info.ipm_iteration_count, 0))
+        elif dual_valid:
+            row_dual = np.asarray(row_dual_raw, dtype=float)
         return Solution(
-            x=x, y_eq=row_dual[:m_eq], y_ub=row_dual[m_eq:], objective=objective, status=status,
-            iterations=iterations, native_status=native_name,
-            message=h.modelStatusToString(native),
+            x=x, y_eq=row_dual[:m_eq], y_ub=row_dual[m_eq:],
+            objective=objective if status is Status.OPTIMAL else float("nan"), status=status,
+            iterations=iterations, native_status=native_name, message=self._solver().modelStatusToString(native),
         )
 
 

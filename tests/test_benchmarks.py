@@ -122,7 +122,7 @@ def test_the_bare_loops_give_the_adapters_answers():
 
     batch = problems.generate(problems.FamilySpec.parse("quadruped[kind=qp]"), 12, 0)
     problem = check_standard_form(*batch.arrays(), **batch.extra(), batched=True)
-    for name in ("proxsuite", "piqp", "quadprog", "daqp"):
+    for name in ("proxsuite", "piqp", "quadprog", "daqp", "clarabel"):
         if solvers.available().get(name):
             continue
         build, call = native_speed.BARE[name]()
