@@ -132,3 +132,15 @@ def test_the_bare_loops_give_the_adapters_answers():
             if ours.status[i].value == "optimal" and not isinstance(out, str):
                 np.testing.assert_allclose(np.asarray(out[0]), ours.x[i],
                                            atol=1e-8, err_msg=name)
+
+
+def test_every_loop_adapter_is_compared_with_its_bare_loop_or_says_why_not():
+    from bench import native_speed
+
+    loops = {name for name, cls in solvers.adapters().items()
+             if not cls.CAPABILITIES.batched and not name.startswith("fake-")}
+    assert {"highs", "osqp", "clarabel", "daqp", "proxsuite", "quadprog", "piqp"} <= loops
+    unexplained = sorted(name for name in loops
+                         if name not in native_speed.BARE and not getattr(solvers.adapter_class(name),
+                                                                          "NATIVE_SPEED_NOTE", ""))
+    assert unexplained == []
