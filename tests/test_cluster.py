@@ -44,12 +44,16 @@ def loopback(tmp_path, fake_plugins):
                                             "--no-dashboard", "--scheduler-file", str(file)], env=env,
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                            start_new_session=True)}
-    deadline = time.monotonic() + 60
-    while not file.exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
     import json
 
-    address = json.loads(file.read_text())["address"]
+    deadline = time.monotonic() + 60
+    address = None
+    while address is None and time.monotonic() < deadline:  # the file may exist before it is written
+        try:
+            address = json.loads(file.read_text())["address"]
+        except (OSError, ValueError, KeyError):
+            time.sleep(0.2)
+    assert address, "the scheduler did not write its address"
     for name, extra in (("host-a", ["--resources", "GPU=1"]), ("host-b", [])):
         procs[name] = subprocess.Popen(
             [str(bindir / "dask"), "worker", address, "--name", name, "--nthreads", "1", "--nworkers", "1",
