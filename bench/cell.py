@@ -136,7 +136,7 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
         env = {**env, "env_jax_devices": jax_devices()}
         return failed_rows(cell, batch, ref, env, run_id, type(exc).__name__, f"{exc}\n{traceback.format_exc()}")
     rss_mb = peak_rss_mb()
-    device_mb, model = device_memory(cell.device)
+    device_mb, model, device_id = device_memory(cell.device)
     if cell.device == "cpu":  # the CPU model says more than JAX's device kind ("cpu")
         model = str(env.get("env_cpu", ""))
     env = {**env, "env_jax_devices": jax_devices(), "env_xla_flags": os.environ.get("XLA_FLAGS", "")}
@@ -149,7 +149,7 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
         "message": solution.message.astype(str), "iterations": solution.iterations,
         "objective": solution.objective, "error_type": "", "error": "", "repeats": cell.repeats,
         **timing_columns(timed.times_s, timed.first_s, cell.n, len(batch), timed.end_to_end_s),
-        "peak_rss_mb": rss_mb, "device_peak_mb": device_mb, "device_model": model,
+        "peak_rss_mb": rss_mb, "device_peak_mb": device_mb, "device_model": model, "device_id": device_id,
         "started": started, "timestamp": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
     }
     checked = checked.drop(columns=[c for c in checked if c in rows])

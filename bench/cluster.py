@@ -122,6 +122,12 @@ def _worker_pool():
     worker = get_worker()
     pool = getattr(worker, "_contactbench_pool", None)
     if pool is None:
+        from solvers._jax import DEVICE_INDEX_ENV
+
+        # the cells' processes (spawned below, inheriting the environment) solve on this
+        # worker's device: the embedded cluster's worker i on device i (modulo the count)
+        name = str(worker.name)
+        os.environ.setdefault(DEVICE_INDEX_ENV, name if name.isdigit() else "0")
         pool = worker._contactbench_pool = LocalPool()
     return worker, pool
 

@@ -108,22 +108,24 @@ def peak_rss_mb() -> float:
         return float("nan")
 
 
-def device_memory(platform: str) -> tuple[float, str]:
+def device_memory(platform: str) -> tuple[float, str, str]:
     """``(peak MiB, model)`` of the first JAX device of ``platform`` ('cpu' or 'gpu') in this
     process: the peak is JAX's ``memory_stats()['peak_bytes_in_use']`` (NaN where the backend
     reports none, as on CPU; it is the process's peak, and a cell's process serves one
-    dtype); the model is the device kind with its memory (``NVIDIA H200 (139.8 GiB)``).
-    ``(nan, '')`` when JAX was not imported by the cell (a non-JAX adapter)."""
+    dtype); the model is the device kind with its memory (``NVIDIA H200 (139.8 GiB)``); the
+    third value names the device (``gpu:1``), the one this process's JAX adapters use
+    (``solvers._jax.device``). ``(nan, '', '')`` when JAX was not imported by the cell (a
+    non-JAX adapter)."""
     import sys
 
     if "jax" not in sys.modules:
-        return float("nan"), ""
-    import jax
+        return float("nan"), "", ""
+    from solvers import _jax
 
     try:
-        dev = jax.devices(platform)[0]
-    except RuntimeError:
-        return float("nan"), ""
+        dev = _jax.device(platform)
+    except Exception:  # noqa: BLE001 - no such platform here
+        return float("nan"), "", ""
     try:
         stats = dev.memory_stats() or {}
     except Exception:  # noqa: BLE001 - backends without memory statistics
@@ -131,4 +133,4 @@ def device_memory(platform: str) -> tuple[float, str]:
     peak = stats.get("peak_bytes_in_use")
     limit = stats.get("bytes_limit")
     model = str(getattr(dev, "device_kind", dev.platform)) + (f" ({limit / 2**30:.1f} GiB)" if limit else "")
-    return (peak / 2**20 if peak is not None else float("nan")), model
+    return (peak / 2**20 if peak is not None else float("nan")), model, f"{dev.platform}:{dev.id}"

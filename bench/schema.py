@@ -34,7 +34,7 @@ COLUMNS: dict[str, str] = {
     "repeats": "int64", "ms_batch_median": "float64", "ms_batch_min": "float64", "ms_batch_iqr": "float64",
     "first_call_ms": "float64", "compile_s": "float64", "ms_per_256": "float64", "us_per_lp": "float64",
     "end_to_end_ms_batch_median": "float64", "end_to_end_ms_per_256": "float64", "end_to_end_us_per_lp": "float64",
-    "peak_rss_mb": "float64", "device_peak_mb": "float64", "device_model": "str",
+    "peak_rss_mb": "float64", "device_peak_mb": "float64", "device_model": "str", "device_id": "str",
     "started": "str", "timestamp": "str",
 }
 #: timing columns a summary aggregates: summary column -> (row column, aggregation).
@@ -71,8 +71,9 @@ def upgrade(rows: pd.DataFrame, version: int, source: str = "rows") -> pd.DataFr
         for column, (source_column, _how) in TIMING.items():
             if source_column not in rows:
                 rows[source_column] = float("nan")
-        if "device_model" not in rows:
-            rows["device_model"] = ""
+        for column in ("device_model", "device_id"):
+            if column not in rows:
+                rows[column] = ""
     return rows
 
 

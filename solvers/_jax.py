@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 
 from .errors import ProblemError, SolverNotAvailable
 
@@ -32,20 +33,35 @@ def precision(dtype: str):
     return enable(dtype == "float64") if dtype in ("float32", "float64") else contextlib.nullcontext()
 
 
+#: environment variable holding which device of its platform this process solves on (an
+#: index, taken modulo the number of devices; default 0). The runner sets it per Dask worker
+#: (its index), so N workers on a node with N GPUs use N different GPUs.
+DEVICE_INDEX_ENV = "CONTACTBENCH_DEVICE_INDEX"
+
+
+def device_index() -> int:
+    """This process's device index (``DEVICE_INDEX_ENV``; 0 when unset or not an integer >= 0)."""
+    raw = os.environ.get(DEVICE_INDEX_ENV, "0")
+    return int(raw) if raw.isdigit() else 0
+
+
 def device(kind: str | None):
-    """The first JAX device of platform ``kind`` ('cpu' or 'gpu'); None = JAX's default.
+    """This process's JAX device of platform ``kind`` ('cpu' or 'gpu'; None = JAX's default
+    platform): the ``device_index()``-th, modulo how many there are.
 
     Raises ``SolverNotAvailable`` when no such device exists (e.g. 'gpu' on a laptop).
     """
     jax = import_jax()
     if kind is None:
-        return jax.devices()[0]
-    if kind not in ("cpu", "gpu"):
+        devices = jax.devices()
+    elif kind not in ("cpu", "gpu"):
         raise ProblemError(f"device: expected 'cpu' or 'gpu', got {kind!r}")
-    try:
-        return jax.devices(kind)[0]
-    except RuntimeError as exc:
-        raise SolverNotAvailable(f"device {kind!r} is not available to JAX here ({exc})") from None
+    else:
+        try:
+            devices = jax.devices(kind)
+        except RuntimeError as exc:
+            raise SolverNotAvailable(f"device {kind!r} is not available to JAX here ({exc})") from None
+    return devices[device_index() % len(devices)]
 
 
 class JaxBatchedAdapter:

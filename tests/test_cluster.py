@@ -324,3 +324,18 @@ def test_the_engine_overhead_measurement_runs_both_paths(capsys):
     line = capsys.readouterr().out.strip()
     core, engine, overhead = (float(part.split()[-2]) for part in line.split(":", 1)[1].split(","))
     assert core > 0 and engine > 0 and abs(engine - core - overhead) < 0.11
+
+
+def test_each_embedded_worker_solves_on_its_own_device(tmp_path, monkeypatch):
+    """Four simulated host devices (as a node with four GPUs would show), two workers: the
+    cells of worker i run on device i, and every row names the device it ran on."""
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+    monkeypatch.delenv("CONTACTBENCH_DEVICE_INDEX", raising=False)
+    cells, _ = grid.expand(["planar-box"], ["linrax"], ["float32"], ["cpu"], [4, 5, 6, 7, 8, 9], 0, 1)
+    with cluster.embedded(workers=2) as client:
+        results = runner.run_cells(cells, tmp_path / "run", "dev", timeout=120, client=client)
+    assert [r.state for r in results] == ["done"] * len(cells)
+    rows = report.load_runs([tmp_path / "run"])
+    assert set(rows["env_jax_devices"]) == {"cpu:cpu:0,cpu:cpu:1,cpu:cpu:2,cpu:cpu:3"}
+    assert (rows["device_id"] == "cpu:" + rows["env_worker"].astype(str)).all()
+    assert set(rows["env_worker"]) <= {"0", "1"}
