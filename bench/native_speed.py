@@ -17,6 +17,8 @@ import time
 
 import numpy as np
 
+from solvers import _forms
+
 #: solver -> (per-case argument builder, bare call); both see one case as a StandardForm
 BIG = 1e20
 
@@ -27,7 +29,7 @@ def _proxsuite():
     def build(case):
         n, m_eq, m_ub = case.n, case.m_eq, case.m_ub
         box = bool(np.isfinite(case.lb).any())
-        P = case.P if case.P is not None else np.zeros((n, n))
+        P = _forms.objective_matrix(case)
         args = [P, case.c, case.A_eq if m_eq else None, case.b_eq if m_eq else None,
                 case.A_ub if m_ub else None, np.full(m_ub, -BIG) if m_ub else None, case.b_ub if m_ub else None]
         if box:
@@ -49,9 +51,9 @@ def _piqp():
     import piqp
 
     def build(case):
-        n, m_eq, m_ub = case.n, case.m_eq, case.m_ub
+        m_eq, m_ub = case.m_eq, case.m_ub
         f = lambda a: np.asfortranarray(a, dtype=float)  # noqa: E731
-        P = case.P if case.P is not None else np.zeros((n, n))
+        P = _forms.objective_matrix(case)
         return None, [f(P), case.c, f(case.A_eq) if m_eq else None, case.b_eq if m_eq else None,
                       f(case.A_ub) if m_ub else None, None, case.b_ub if m_ub else None,
                       np.where(np.isfinite(case.lb), case.lb, -np.inf), None]
@@ -71,11 +73,9 @@ def _quadprog():
     import quadprog
 
     def build(case):
-        j = np.flatnonzero(np.isfinite(case.lb))
-        G_b = np.zeros((len(j), case.n))
-        G_b[np.arange(len(j)), j] = -1.0
+        G_b, h_b = _forms.bound_rows(case)
         C = np.vstack([case.A_eq, -case.A_ub, -G_b]).T
-        b = np.concatenate([case.b_eq, -case.b_ub, case.lb[j]])
+        b = np.concatenate([case.b_eq, -case.b_ub, -h_b])
         return None, [np.ascontiguousarray(case.P, dtype=float), -case.c, C, b, case.m_eq]
 
     def call(_shape, args):
@@ -97,7 +97,7 @@ def _daqp():
         upper = np.concatenate([np.full(n, np.inf), case.b_eq, case.b_ub])
         lower = np.concatenate([case.lb, case.b_eq, np.full(m_ub, -np.inf)])
         sense = np.concatenate([np.zeros(n), np.full(m_eq, 5), np.zeros(m_ub)]).astype(np.int32)
-        P = case.P if case.P is not None else np.zeros((n, n))
+        P = _forms.objective_matrix(case)
         return None, [P, case.c, A, upper, lower, sense]
 
     def call(_shape, args):
@@ -138,14 +138,12 @@ def _clarabel():
     from scipy import sparse
 
     def build(case):
-        j = np.flatnonzero(np.isfinite(case.lb))
-        G_b = np.zeros((len(j), case.n))
-        G_b[np.arange(len(j)), j] = -1.0
+        G_b, h_b = _forms.bound_rows(case)
         A = sparse.csc_matrix(np.vstack([case.A_eq, case.A_ub, G_b]))
-        b = np.concatenate([case.b_eq, case.b_ub, -case.lb[j]])
-        P = sparse.csc_matrix(np.triu(case.P if case.P is not None else np.zeros((case.n, case.n))))
+        b = np.concatenate([case.b_eq, case.b_ub, h_b])
+        P = sparse.csc_matrix(np.triu(_forms.objective_matrix(case)))
         cones = ([clarabel.ZeroConeT(case.m_eq)] if case.m_eq else [])
-        cones += [clarabel.NonnegativeConeT(case.m_ub + len(j))] if case.m_ub + len(j) else []
+        cones += [clarabel.NonnegativeConeT(case.m_ub + len(h_b))] if case.m_ub + len(h_b) else []
         settings = clarabel.DefaultSettings()
         settings.verbose = False
         return None, (P, case.c, A, b, cones, settings)
@@ -167,7 +165,7 @@ def _osqp():
         A = np.vstack([case.A_eq, case.A_ub, np.eye(case.n)])
         lower = np.concatenate([case.b_eq, np.full(case.m_ub, -np.inf), case.lb])
         upper = np.concatenate([case.b_eq, case.b_ub, np.full(case.n, np.inf)])
-        P = np.triu(case.P if case.P is not None else np.zeros((case.n, case.n)))
+        P = np.triu(_forms.objective_matrix(case))
         upper_mask = np.triu(np.ones(P.shape))
         P_csc = sparse.csc_matrix(upper_mask)
         P_csc.data = P.T[upper_mask.T.astype(bool)]
