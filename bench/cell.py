@@ -30,6 +30,7 @@ from solvers.timing import timed_solve
 from .env import device_memory, jax_devices, peak_rss_mb, reset_peak_rss
 from .grid import Cell
 from .reference import reference
+from .schema import REPEAT_COLUMNS
 from .verify import DEFAULT_TOLERANCES, judge
 
 #: ``ms_per_256`` reports milliseconds per this many scenes.
@@ -97,7 +98,9 @@ def failed_rows(cell: Cell, batch: problems.ProblemBatch, ref: pd.DataFrame, env
 def timing_columns(times_s: np.ndarray, first_s: float, n_scenes: int, n_problems: int,
                    end_to_end_s: np.ndarray | None = None) -> dict[str, float]:
     """The timing columns of a cell from its timed repeats (seconds, see
-    ``solvers.timing``): ``solve`` (``times_s``) batch median / min / IQR in ms, first call
+    ``solvers.timing``): each repeat's batch time in ms (``ms_repeats``,
+    ``end_to_end_ms_repeats``: lists, the samples of the timing intervals),
+    ``solve`` (``times_s``) batch median / min / IQR in ms, first call
     in ms, ``compile_s`` (first call minus a steady end-to-end call), ``ms_per_256`` (per 256
     scenes) and ``us_per_lp`` (per problem); the same three medians ``end_to_end_*`` from
     ``end_to_end_s`` (NaN when not given)."""
@@ -111,7 +114,9 @@ def timing_columns(times_s: np.ndarray, first_s: float, n_scenes: int, n_problem
             "ms_per_256": median_ms * CASES_PER_REPORT / n_scenes, "us_per_lp": median_ms * 1e3 / n_problems,
             "end_to_end_ms_batch_median": whole_ms,
             "end_to_end_ms_per_256": whole_ms * CASES_PER_REPORT / n_scenes,
-            "end_to_end_us_per_lp": whole_ms * 1e3 / n_problems}
+            "end_to_end_us_per_lp": whole_ms * 1e3 / n_problems,
+            "ms_repeats": [float(v) for v in ms],
+            "end_to_end_ms_repeats": [float(v) * 1e3 for v in end_to_end_s] if end_to_end_s is not None else None}
 
 
 def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | None = None,
@@ -143,12 +148,14 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
     rows = base_rows(cell, batch, ref, env, run_id)  # (env after the solve: its import is not timed)
     solution = timed.solution
     checked = judge(batch, solution, ref, DEFAULT_TOLERANCES)
+    timing = timing_columns(timed.times_s, timed.first_s, cell.n, len(batch), timed.end_to_end_s)
     cell_cols = {
         "solver_label": adapter.label, "profile": adapter.profile,
         "status": [s.value for s in solution.status], "native_status": solution.native_status.astype(str),
         "message": solution.message.astype(str), "iterations": solution.iterations,
         "objective": solution.objective, "error_type": "", "error": "", "repeats": cell.repeats,
-        **timing_columns(timed.times_s, timed.first_s, cell.n, len(batch), timed.end_to_end_s),
+        **{k: v for k, v in timing.items() if k not in REPEAT_COLUMNS},
+        **{k: [timing[k]] * len(batch) for k in REPEAT_COLUMNS},
         "peak_rss_mb": rss_mb, "device_peak_mb": device_mb, "device_model": model, "device_id": device_id,
         "started": started, "timestamp": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
     }

@@ -421,6 +421,7 @@ def ablate(
 
 
 def _print_summary(summary) -> None:
+    summary = summary.drop(columns=[c for c in report.rate_columns(summary) if c != "false_accept_bound"])
     table = Table(title="summary")
     for col in summary.columns:
         table.add_column(str(col), justify="right" if summary[col].dtype.kind in "fiu" else "left")
@@ -433,14 +434,18 @@ def _print_summary(summary) -> None:
 def report_cmd(
     run_dirs: list[Path] = typer.Argument(..., help="run directories (e.g. results/runs/latest)"),
     out: Path = typer.Option(Path("results/latest"), "--out", help="where report.md and report.csv go"),
+    confidence: float = typer.Option(0.95, "--confidence", help="confidence level of the rate and timing intervals"),
 ) -> None:
     """Summarise runs into report.md / report.csv (and print the table)."""
+    if not 0 < confidence < 1:
+        _fail(f"--confidence: expected a number in (0, 1), got {confidence}")
     try:
         rows = report.load_runs(run_dirs)
     except BenchError as exc:
         _fail(str(exc))
     try:
-        summary = report.write_report(rows, out, [report.read_manifest(d) for d in run_dirs], run_dirs)
+        summary = report.write_report(rows, out, [report.read_manifest(d) for d in run_dirs], run_dirs,
+                                      confidence=confidence)
     except BenchError as exc:
         _fail(str(exc))
     _print_summary(summary)
@@ -451,17 +456,108 @@ def report_cmd(
 def publish_cmd(
     run_dirs: list[Path] = typer.Argument(..., help="run directories to show together (any machines and devices)"),
     out: Path = typer.Option(Path("results/site"), "--out", help="the site's directory (replaced)"),
+    confidence: float = typer.Option(0.95, "--confidence", help="confidence level of every interval on the site"),
 ) -> None:
     """Build the static comparison dashboard (opens from file://, offline) from one or more runs."""
     from . import publish
 
+    if not 0 < confidence < 1:
+        _fail(f"--confidence: expected a number in (0, 1), got {confidence}")
     try:
-        site = publish.publish(run_dirs, out)
+        site = publish.publish(run_dirs, out, confidence=confidence)
     except BenchError as exc:
         _fail(str(exc))
     console.print(f"dashboard: {len(site.family_pages)} families, {site.configurations} configurations "
                   f"from {site.runs} run(s)")
     console.print(f"open {site.index.resolve().as_uri()}")
+
+
+@app.command("recommend")
+def recommend_cmd(
+    run_dirs: list[Path] = typer.Argument(..., help="run directories (e.g. results/runs/latest)"),
+    family: Optional[str] = typer.Option(None, "--family", help="only this family (name or label)"),
+    kind: Optional[str] = typer.Option(None, "--kind", help="only this problem kind (lp1, lp, qp, socp, ...)"),
+    device: Optional[str] = typer.Option(None, "--device", help="only this device (cpu, gpu)"),
+    max_false_accept: float = typer.Option(1e-3, "--max-false-accept",
+                                           help="upper bound the unsafe (false-accept) rate must show"),
+    max_uncertain: float = typer.Option(1e-2, "--max-uncertain",
+                                        help="upper bound of the rate of uncertain or failed answers"),
+    max_wrong: float = typer.Option(1e-2, "--max-wrong",
+                                    help="upper bound of the rate of safe but wrong answers (false reject, suboptimal)"),
+    budget_us: float = typer.Option(1000.0, "--budget-us", help="median end-to-end microseconds per case allowed"),
+    confidence: float = typer.Option(0.95, "--confidence", help="confidence level of the bounds and intervals"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON instead of tables"),
+) -> None:
+    """Which configurations meet the error-rate bounds and the time budget, fastest first, and why
+    the others do not. Exit 0: at least one qualifies; 1: none does; 2: bad arguments."""
+    import json
+
+    from . import publish, recommend
+
+    try:
+        thresholds = recommend.Thresholds(max_false_accept, max_uncertain, max_wrong, budget_us, confidence)
+    except BenchError as exc:
+        _fail(_cli_names(str(exc)))
+    try:
+        rows = recommend.select(publish.prepare_rows(report.load_runs(run_dirs)), family, kind, device)
+        result = recommend.assess(rows, thresholds)
+    except BenchError as exc:
+        _fail(_cli_names(str(exc)))
+    if as_json:
+        print(json.dumps(result.to_json(), indent=2, default=str))
+    else:
+        _print_recommendation(result)
+    raise typer.Exit(0 if len(result.qualifying) else 1)
+
+
+def _cli_names(message: str) -> str:
+    """A library error message with the CLI's option names (``max_uncertain`` -> ``--max-uncertain``)."""
+    for name in ("max_false_accept", "max_uncertain", "max_wrong", "budget_us", "confidence", "family", "kind",
+                 "device"):
+        if message.startswith(f"{name}:"):
+            return "--" + name.replace("_", "-") + message[len(name):]
+    return message
+
+
+def _print_recommendation(result) -> None:
+    from .intervals import sci
+    from .recommend import interval_text
+
+    t = result.thresholds
+    pct = f"{100 * t.confidence:g} %"
+    console.print(f"Thresholds ({pct} one-sided upper bounds): false accept <= {sci(t.max_false_accept)}, "
+                  f"uncertain or failed <= {sci(t.max_uncertain)}, wrong <= {sci(t.max_wrong)}; "
+                  f"budget {t.budget_us:,g} us per case end to end (median).")
+    q = result.qualifying
+    if len(q):
+        table = Table(title=f"qualifying configurations ({len(q)}), fastest first; '=' marks a tie "
+                            f"(overlapping {pct} time intervals)")
+        for col in ("rank", "configuration", "family", "kind", "scenes", "cases", "false accept <=",
+                    "uncertain <=", "wrong <=", "us per case [interval]"):
+            table.add_column(col, justify="left" if col in ("configuration", "family", "kind") else "right")
+        for _, r in q.iterrows():
+            table.add_row(f"{'=' if r['tied'] else ''}{int(r['rank'])}", escape(str(r["config"])),
+                          escape(str(r["family"])), escape(str(r["kind"])), str(r["scenes"]), f"{r['cases']:,}",
+                          sci(r["false_accept_bound"]), sci(r["uncertain_bound"]), sci(r["wrong_bound"]),
+                          interval_text(r["us_per_case"], r["time_low_us"], r["time_high_us"]))
+        console.print(table)
+    else:
+        console.print("No configuration qualifies.")
+    rest = result.table[result.table["status"] != "qualifies"]
+    if len(rest):
+        table = Table(title=f"left out ({len(rest)})")
+        for col in ("configuration", "family", "kind", "scenes", "status", "us per case", "reasons"):
+            table.add_column(col, overflow="fold")
+        for _, r in rest.iterrows():
+            table.add_row(escape(str(r["config"])), escape(str(r["family"])), escape(str(r["kind"])),
+                          str(r["scenes"]), r["status"], interval_text(r["us_per_case"], r["time_low_us"],
+                                                                      r["time_high_us"]),
+                          escape("; ".join(r["reasons"])))
+        console.print(table)
+    if result.rerun_n is not None:
+        opened = int((result.table["status"] == "open").sum())
+        console.print(f"A rerun with --n {result.rerun_n:,} (scenes) decides the {opened} open configuration(s), "
+                      f"if their rates stay as observed.")
 
 
 @app.command("check-adapter")

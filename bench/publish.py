@@ -24,6 +24,7 @@ import pandas as pd
 
 from solvers import ProblemError
 
+from . import intervals, recommend
 from .report import load_runs, read_manifest
 from .rundir import replace_output_dir
 from .schema import outcome_columns, summarize
@@ -72,14 +73,26 @@ def prepare_rows(rows: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
-def family_table(rows: pd.DataFrame) -> pd.DataFrame:
+#: a family table's groups: one configuration, kind and batch size
+FAMILY_KEYS = ["config", "solver_label", "device", "dtype", "kind", "n_scenes"]
+
+
+def family_table(rows: pd.DataFrame, confidence: float = intervals.DEFAULT_CONFIDENCE) -> pd.DataFrame:
     """Per configuration, kind and batch size (scenes) of one family: n, outcome counts (those
     the kinds present give), median ms per 256 scenes, median us per case, median compile
-    seconds and the kinds' own aggregations (``bench.schema.summarize``)."""
-    keys = ["config", "solver_label", "device", "dtype", "kind", "n_scenes"]
-    table = summarize(rows, keys).rename(columns={"n_scenes": "scenes", "us_per_lp": "us_per_case",
-                                                  "end_to_end_us_per_lp": "e2e_us_per_case",
-                                                  "end_to_end_ms_per_256": "e2e_ms_per_256"})
+    seconds and the kinds' own aggregations (``bench.schema.summarize``); then ``cases``, the
+    rates with their intervals and ``false_accept_bound`` (``bench.intervals.add_rates``) and
+    ``time_low_us`` / ``time_high_us`` around ``rank_us`` at ``confidence``."""
+    keys = FAMILY_KEYS
+    table = summarize(rows, keys)
+    outcomes = [o for o in outcome_columns(list(rows["kind"].unique())) if o in table]
+    rates = intervals.add_rates(intervals.case_counts(rows, keys), outcomes, confidence)
+    table = table.merge(rates[keys + ["cases"] + [c for c in rates if c.endswith(("_rate", "_low", "_high"))]
+                              + ["false_accept_bound"]], on=keys, how="left")
+    table = intervals.add_time_intervals(table, rows, keys, confidence)
+    table = table.rename(columns={"n_scenes": "scenes", "us_per_lp": "us_per_case",
+                                  "end_to_end_us_per_lp": "e2e_us_per_case",
+                                  "end_to_end_ms_per_256": "e2e_ms_per_256"})
     table["correct_pct"] = 100.0 * table["correct"] / table["n"]
     rank_us = rows.groupby(keys)["rank_us"].median().rename("rank_us").reset_index()
     return table.merge(rank_us.rename(columns={"n_scenes": "scenes"}), on=[k if k != "n_scenes" else "scenes"
@@ -89,13 +102,26 @@ def family_table(rows: pd.DataFrame) -> pd.DataFrame:
 def ranked(table: pd.DataFrame, by: str = "rank_us") -> pd.DataFrame:
     """Configurations ranked: fewest unsafe answers (false accepts), then most correct, then
     fastest per case by ``by`` (default ``rank_us``: end to end, see ``prepare_rows``;
-    ``us_per_case``: the solve alone). Adds ``rank`` (1 = best)."""
+    ``us_per_case``: the solve alone). Adds ``rank`` (1 = best) and ``tied``: configurations
+    whose intervals overlap on all three keys share the rank of the first of them
+    (``bench.intervals.mark_ties``; the time interval is the one of ``rank_us``, so ranking
+    ``by`` another column compares its point values; a table without intervals ties only
+    equal values)."""
     if by not in table:
         raise ProblemError(f"by: expected a column of the table, got {by!r}")
     order = table.assign(_unsafe=table["false_accept"] / table["n"], _neg_correct=-table["correct_pct"])
     order = order.sort_values(["_unsafe", "_neg_correct", by], na_position="last")
     order = order.drop(columns=["_unsafe", "_neg_correct"]).reset_index(drop=True)
-    order.insert(0, "rank", np.arange(1, len(order) + 1))
+    spans = order.copy()
+    if "false_accept_rate" not in spans:
+        spans["false_accept_rate"] = spans["false_accept"] / spans["n"]
+    if "correct_rate" not in spans:
+        spans["correct_rate"] = spans["correct_pct"] / 100.0
+    if by != "rank_us":
+        spans = spans.drop(columns=[c for c in ("time_low_us", "time_high_us") if c in spans])
+    marked = intervals.mark_ties(spans, time=by)
+    order.insert(0, "rank", marked["rank"].to_numpy())
+    order["tied"] = marked["tied"].to_numpy()
     return order
 
 
@@ -181,18 +207,86 @@ def _plot_json(fig) -> str:
 
 def scatter_figure(table: pd.DataFrame):
     """Accuracy (percent correct) against microseconds per case (end to end, ``rank_us``),
-    one trace per solver label."""
+    one trace per solver label; interval bars where the table has them: the bootstrap interval
+    of the median time (``time_low_us`` / ``time_high_us``) and the Clopper-Pearson interval
+    of the correct rate (``correct_low`` / ``correct_high``, as percent)."""
     import plotly.graph_objects as go
+
+    def bars(grp, low, high, point, scale=1.0):
+        if low not in grp or high not in grp:
+            return None
+        lo = (grp[low] * scale).to_numpy(dtype=float)
+        hi = (grp[high] * scale).to_numpy(dtype=float)
+        x = grp[point].to_numpy(dtype=float)
+        plus, minus = np.where(np.isfinite(hi), hi - x, 0.0), np.where(np.isfinite(lo), x - lo, 0.0)
+        return {"type": "data", "symmetric": False, "array": np.maximum(plus, 0).tolist(),
+                "arrayminus": np.maximum(minus, 0).tolist(), "thickness": 1}
 
     fig = go.Figure()
     for solver, grp in table.groupby("solver_label", sort=True):
         fig.add_trace(go.Scatter(
             x=grp["rank_us"], y=grp["correct_pct"], mode="markers", name=str(solver),
             text=(grp["config"] + " / " + grp["kind"]).tolist(), marker={"size": 10},
+            error_x=bars(grp, "time_low_us", "time_high_us", "rank_us"),
+            error_y=bars(grp, "correct_low", "correct_high", "correct_pct", 100.0),
             hovertemplate="%{text}<br>%{x:.3g} us per case<br>%{y:.2f} % correct<extra></extra>"))
     fig.update_layout(xaxis={"type": "log", "title": "microseconds per case, end to end (median, log scale)"},
                       yaxis={"title": "correct (%)"}, margin={"t": 30}, height=460, legend={"title": "solver"})
     return fig
+
+
+#: the most configurations per kind and batch size in a family page's ratio table.
+MAX_RATIO_CONFIGS = 10
+
+
+def speed_ratios(rows: pd.DataFrame, table: pd.DataFrame, confidence: float = intervals.DEFAULT_CONFIDENCE,
+                 limit: int = MAX_RATIO_CONFIGS) -> list[dict]:
+    """Per kind and batch size of a family: the pairwise speed ratios (row configuration's
+    median end-to-end time per case over the column's, with bootstrap intervals,
+    ``bench.intervals.ratio_matrix``) among its ``limit`` fastest configurations that have
+    repeat times. Returns one dict per block: ``kind``, ``scenes``, ``configs`` (fastest
+    first), ``cells`` (``{a: {b: {"text", "verdict"}}}``) and ``left_out`` (configurations past
+    ``limit``)."""
+    samples = intervals.time_samples(rows, ["kind", "n_scenes", "config"])
+    blocks = []
+    for (kind, scenes), grp in table.groupby(["kind", "scenes"], sort=True):
+        order = grp.sort_values("rank_us")["config"].tolist()
+        have = [c for c in order if samples.get((kind, scenes, c), np.empty(0)).size >= 2]
+        if len(have) < 2:
+            continue
+        chosen = have[:limit]
+        matrix = intervals.ratio_matrix({c: samples[(kind, scenes, c)] for c in chosen}, confidence)
+        cells = {a: {} for a in chosen}
+        for _, r in matrix.iterrows():
+            cells[r["a"]][r["b"]] = {"text": f"{r['ratio']:.3g} [{r['low']:.3g}, {r['high']:.3g}]",
+                                     "verdict": r["verdict"]}
+        blocks.append({"kind": str(kind), "scenes": int(scenes), "configs": chosen, "cells": cells,
+                       "left_out": len(have) - len(chosen)})
+    return blocks
+
+
+def recommendation_box(rows: pd.DataFrame, confidence: float = intervals.DEFAULT_CONFIDENCE) -> dict:
+    """``contactbench recommend`` at its default thresholds (``bench.recommend.Thresholds``) on
+    one family's rows, for the family page: thresholds, qualifying configurations (fastest
+    first, ties marked), the others with their reasons, and the rerun ``--n``."""
+    result = recommend.assess(rows, recommend.Thresholds(confidence=confidence))
+    t = result.thresholds
+    sci = intervals.sci
+
+    def record(r) -> dict:
+        return {"rank": "" if pd.isna(r["rank"]) else f"{'=' if r['tied'] else ''}{int(r['rank'])}",
+                "config": str(r["config"]), "kind": str(r["kind"]), "scenes": str(r["scenes"]),
+                "cases": f"{r['cases']:,}", "false_accept_bound": sci(r["false_accept_bound"]),
+                "uncertain_bound": sci(r["uncertain_bound"]), "wrong_bound": sci(r["wrong_bound"]),
+                "time": recommend.interval_text(r["us_per_case"], r["time_low_us"], r["time_high_us"]),
+                "status": str(r["status"]), "reasons": "; ".join(r["reasons"])}
+
+    rest = result.table[result.table["status"] != "qualifies"]
+    return {"confidence": f"{100 * t.confidence:g} %", "max_false_accept": sci(t.max_false_accept),
+            "max_uncertain": sci(t.max_uncertain), "max_wrong": sci(t.max_wrong), "budget_us": f"{t.budget_us:,g}",
+            "qualifying": [record(r) for _, r in result.qualifying.iterrows()],
+            "rest": [record(r) for _, r in rest.iterrows()],
+            "open": int((result.table["status"] == "open").sum()), "rerun_n": result.rerun_n}
 
 
 def profile_figure(profile: dict[str, tuple[np.ndarray, np.ndarray]]):
@@ -314,8 +408,9 @@ def _environment():
                        autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
 
 
-def publish(run_dirs: list[Path | str], out: Path | str) -> Site:
-    """Build the dashboard of ``run_dirs`` (each a ``contactbench run`` directory) under ``out``.
+def publish(run_dirs: list[Path | str], out: Path | str, confidence: float = intervals.DEFAULT_CONFIDENCE) -> Site:
+    """Build the dashboard of ``run_dirs`` (each a ``contactbench run`` directory) under ``out``;
+    every interval (rates, times, ratios, the recommendation box) at ``confidence``.
 
     Raises ``ProblemError`` when no run directory holds readable results, or when ``out``
     may not be replaced (it holds files contactbench did not write, or overlaps a run
@@ -323,17 +418,30 @@ def publish(run_dirs: list[Path | str], out: Path | str) -> Site:
     """
     if not run_dirs:
         raise ProblemError("run_dirs: expected at least one run directory")
+    confidence = intervals.check_confidence(confidence)
     run_dirs = [Path(d) for d in run_dirs]
     rows = prepare_rows(load_runs(run_dirs))
     out = Path(out)
-    return replace_output_dir(out, lambda tmp: _build_site(rows, run_dirs, tmp, out), run_dirs, SITE_NAMES)
+    return replace_output_dir(out, lambda tmp: _build_site(rows, run_dirs, tmp, out, confidence), run_dirs,
+                              SITE_NAMES)
 
 
 #: names a site folder holds (a folder of only these, from before the marker file, is ours)
 SITE_NAMES = ("index.html", "site.json", "assets", "family-*.html")
 
 
-def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path) -> Site:
+def _rank_text(table: pd.DataFrame) -> list[str]:
+    """Ranks for display: ``=3`` where the rank is shared (a statistical tie)."""
+    return [f"={r}" if t else str(r) for r, t in zip(table["rank"], table["tied"])]
+
+
+def _interval_texts(table: pd.DataFrame) -> list[str]:
+    return [recommend.interval_text(t, lo, hi) for t, lo, hi in
+            zip(table["rank_us"], table["time_low_us"], table["time_high_us"])]
+
+
+def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path,
+                confidence: float = intervals.DEFAULT_CONFIDENCE) -> Site:
     """Write the site's files into ``out`` (a temporary folder); paths in the returned
     ``Site`` point to ``final``, where ``publish`` moves the folder."""
     import plotly
@@ -343,12 +451,16 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
     (out / "assets" / "plotly.min.js").write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
     env = _environment()
     provenance = _provenance(rows, run_dirs)
-    common = {"runs": provenance, "plotly_version": plotly.__version__, "sgm_shift": SGM_SHIFT_US}
+    common = {"runs": provenance, "plotly_version": plotly.__version__, "sgm_shift": SGM_SHIFT_US,
+              "confidence": f"{100 * confidence:g} %"}
     families, pages = [], {}
     common["families_nav"] = [{"name": str(f), "page": f"family-{_slug(str(f))}.html"}
                               for f in sorted(rows["family_label"].unique())]
     for family, frows in rows.groupby("family_label", sort=True):
-        table = ranked(family_table(frows))
+        table = ranked(family_table(frows, confidence))
+        table["rank"] = _rank_text(table)
+        table["e2e_us_interval"] = _interval_texts(table)
+        table["false_accept_bound"] = [intervals.sci(b) if pd.notna(b) else "" for b in table["false_accept_bound"]]
         table["sgm_us"] = [shifted_geometric_mean(frows.loc[frows["config"] == c, "rank_us"]
                                                   .groupby(frows["cell_id"]).median().to_numpy())
                            for c in table["config"]]
@@ -365,13 +477,15 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
         drill, drill_configs, drill_total = disagreements(frows)
         slug = f"family-{_slug(str(family))}.html"  # as in families_nav
         columns = ["rank", "solver_label", "device", "dtype", "kind", "scenes", "n",
-                   *outcome_columns(list(frows["kind"].unique())), "correct_pct", "e2e_us_per_case", "us_per_case",
+                   *outcome_columns(list(frows["kind"].unique())), "correct_pct", "false_accept_bound",
+                   "e2e_us_per_case", "e2e_us_interval", "us_per_case",
                    "e2e_ms_per_256", "ms_per_256", "sgm_us", "compile_s", "peak_rss_mb", "device_peak_mb"]
         table = table.assign(**{c: np.nan for c in columns if c not in table})
         info = {
             "name": str(family), "page": slug, "kinds": sorted(frows["kind"].unique()),
             "top": _records(table.head(5)[["rank", "solver_label", "device", "dtype", "kind", "n", "correct_pct",
-                                            "false_accept", "e2e_us_per_case", "us_per_case"]]),
+                                            "false_accept", "false_accept_bound", "e2e_us_per_case",
+                                            "e2e_us_interval", "us_per_case"]]),
             "configurations": len(table), "cases": int(frows.drop_duplicates(CASE_KEY).shape[0]),
         }
         families.append(info)
@@ -386,7 +500,9 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
             crossover=_records(cross.assign(faster_from_scenes=[
                 "never" if v is None or pd.isna(v) else str(int(v)) for v in cross["faster_from_scenes"]]))
             if sizes > 1 else [],
-            crossover_columns=list(cross.columns))
+            crossover_columns=list(cross.columns),
+            ratios=speed_ratios(frows, table, confidence), ratio_limit=MAX_RATIO_CONFIGS,
+            advice=recommendation_box(frows, confidence))
         (out / slug).write_text(page, encoding="utf-8")
         pages[str(family)] = final / slug
     index = env.get_template("index.html.j2").render(**common, families=families,
@@ -399,4 +515,4 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
 
 
 __all__ = ["Site", "publish", "shifted_geometric_mean", "performance_profile", "case_times", "family_table",
-           "ranked", "disagreements", "scaling_table", "crossover"]
+           "ranked", "disagreements", "scaling_table", "crossover", "speed_ratios", "recommendation_box"]

@@ -12,6 +12,12 @@ device memory, MiB, where the backend reports it). QP / SOCP cells add ``subopti
 farther than ``qp_gap`` from the optimum), ``max_rel_gap`` (largest objective gap to the
 reference over the feasible cases), ``max_primal_res`` (largest relative primal residual)
 and ``max_kkt_res`` (largest relative stationarity residual, where the solver gave duals).
+Rates with bounds (``bench.intervals``, at the report's confidence level, 95 % by default):
+``cases`` (distinct cases; a case in several merged runs counts once, with its worst
+outcome), per outcome ``o`` ``o_rate`` and its two-sided Clopper-Pearson interval ``o_low`` /
+``o_high``, ``false_accept_bound`` (the one-sided upper bound of the unsafe rate: the safety
+figure) and ``time_low_us`` / ``time_high_us`` (bootstrap interval of the median
+microseconds per case end to end, over the timed repeats).
 ``rank_deficient_summary`` repeats the outcome counts for cases whose equality rows are
 rank-deficient (two-foot stances), where several solvers break down.
 """
@@ -23,6 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from problems.kinds.checks import OUTCOMES
+from . import intervals
 from .rundir import load_cells, read_manifest, replace_output_dir
 from .schema import REPORT_GROUP, rename_for_report
 from .schema import summarize as summarize_rows
@@ -39,10 +46,17 @@ def load_runs(run_dirs: list[Path | str]) -> pd.DataFrame:
     return load_cells(run_dirs)[0]
 
 
-def summarize(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per cell group with outcome counts and timing (see module docstring and
-    ``bench.schema.summarize``)."""
-    out = rename_for_report(summarize_rows(rows, GROUP))
+def summarize(rows: pd.DataFrame, confidence: float = intervals.DEFAULT_CONFIDENCE) -> pd.DataFrame:
+    """One row per cell group with outcome counts and timing (``bench.schema.summarize``),
+    then the rates with their intervals and the timing interval at ``confidence`` (see the
+    module docstring)."""
+    table = summarize_rows(rows, GROUP)
+    outcomes = [o for o in OUTCOMES if o in table]
+    rates = intervals.add_rates(intervals.case_counts(rows, GROUP), outcomes, confidence)
+    rates = rates[GROUP + ["cases"] + [f"{o}_{s}" for o in outcomes for s in ("rate", "low", "high")]
+                  + ["false_accept_bound"]]
+    table = intervals.add_time_intervals(table.merge(rates, on=GROUP, how="left"), rows, GROUP, confidence)
+    out = rename_for_report(table)
     return out.sort_values(["family", "kind", "scenes", "end_to_end_ms_per_256", "ms_per_256"],
                            na_position="last").reset_index(drop=True)
 
@@ -80,6 +94,30 @@ def provenance(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[cols].drop_duplicates("run_id").reset_index(drop=True)
 
 
+def rate_columns(summary: pd.DataFrame) -> list[str]:
+    """The interval columns of a summary (``cases``, ``*_rate`` / ``_low`` / ``_high``,
+    ``false_accept_bound``, ``time_*_us``): in report.csv, apart in report.md."""
+    return [c for c in summary.columns if c == "cases" or c.endswith(("_rate", "_low", "_high"))
+            or c in ("false_accept_bound", "time_low_us", "time_high_us")]
+
+
+def rates_table(summary: pd.DataFrame, confidence: float) -> pd.DataFrame:
+    """report.md's rates section: per group, each outcome as ``rate [low, high]`` (only
+    outcomes some group has), the false-accept safety bound and the timing interval."""
+    keys = [c for c in ("family", "kind", "solver", "device", "dtype", "scenes") if c in summary]
+    out = summary[keys + ["cases"]].copy()
+    pct = f"{100 * confidence:g} %"
+    for o in [o for o in OUTCOMES if f"{o}_rate" in summary and summary[o].sum() > 0]:
+        out[o] = [f"{intervals.sci(r)} [{intervals.sci(lo)}, {intervals.sci(hi)}]" if pd.notna(r) else ""
+                  for r, lo, hi in zip(summary[f"{o}_rate"], summary[f"{o}_low"], summary[f"{o}_high"])]
+    out[f"false_accept <= ({pct}, one-sided)"] = [intervals.sci(b) for b in summary["false_accept_bound"]]
+    out["e2e us per case [interval]"] = [
+        f"{t:.3g} [{lo:.3g}, {hi:.3g}]" if pd.notna(lo) else (f"{t:.3g}" if pd.notna(t) else "")
+        for t, lo, hi in zip(summary["end_to_end_us_per_lp"].fillna(summary["us_per_lp"]),
+                             summary["time_low_us"], summary["time_high_us"])]
+    return out
+
+
 def _markdown(df: pd.DataFrame) -> str:
     return df.to_markdown(index=False, floatfmt=".3g")
 
@@ -89,18 +127,19 @@ REPORT_NAMES = ("report.md", "report.csv", "provenance.csv", "rank_deficient.csv
 
 
 def write_report(rows: pd.DataFrame, out_dir: Path | str, manifests: list[dict] | None = None,
-                 inputs: list[Path | str] = ()) -> pd.DataFrame:
+                 inputs: list[Path | str] = (), confidence: float = intervals.DEFAULT_CONFIDENCE) -> pd.DataFrame:
     """Write ``report.md``, ``report.csv`` and ``provenance.csv`` under ``out_dir``; return the summary.
 
     The folder is built beside ``out_dir`` and swapped in (``bench.rundir.replace_output_dir``):
     ``ProblemError`` when ``out_dir`` holds files contactbench did not write or overlaps one of
     the run directories ``inputs``; a failed write leaves the previous report as it was."""
-    return replace_output_dir(out_dir, lambda tmp: _write_report(rows, tmp, manifests),
+    confidence = intervals.check_confidence(confidence)
+    return replace_output_dir(out_dir, lambda tmp: _write_report(rows, tmp, manifests, confidence),
                               [Path(d) for d in inputs], REPORT_NAMES)
 
 
-def _write_report(rows: pd.DataFrame, out: Path, manifests: list[dict] | None) -> pd.DataFrame:
-    summary = summarize(rows)
+def _write_report(rows: pd.DataFrame, out: Path, manifests: list[dict] | None, confidence: float) -> pd.DataFrame:
+    summary = summarize(rows, confidence)
     summary.to_csv(out / "report.csv", index=False)
     prov = provenance(rows)
     prov.to_csv(out / "provenance.csv", index=False)
@@ -111,7 +150,13 @@ def _write_report(rows: pd.DataFrame, out: Path, manifests: list[dict] | None) -
              "`ms_per_256` is the median time per 256 scenes of the solve alone, `end_to_end_ms_per_256` "
              "of host arrays in to host answers out (conversions and transfers included); `compile_s` is first "
              "call minus a steady call; `peak_rss_mb` / `device_peak_mb` the cell's peak host / device memory.",
-             "", _markdown(summary), ""]
+             "", _markdown(summary.drop(columns=[c for c in rate_columns(summary) if c != "false_accept_bound"])), "",
+             f"## Rates with {100 * confidence:g} % intervals", "",
+             "Each outcome's rate over the distinct cases with its two-sided Clopper-Pearson interval, the one-sided "
+             "upper bound of the false-accept rate (the safety figure: 0 unsafe answers in 64 cases still allows "
+             "4.6e-2), and a bootstrap interval of the median end-to-end time per case over the timed repeats. "
+             "`contactbench recommend` turns these into an answer.", "",
+             rates_table(summary, confidence).to_markdown(index=False, disable_numparse=True), ""]
     deficient = rank_deficient_summary(rows)
     if len(deficient):
         deficient.to_csv(out / "rank_deficient.csv", index=False)

@@ -20,7 +20,7 @@ from problems.kinds.checks import OUTCOMES
 from solvers.errors import ProblemError
 
 #: version written in every cell file's parquet metadata; bump when columns change meaning.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: parquet metadata key of the version.
 SCHEMA_KEY = b"contactbench_schema"
 
@@ -34,6 +34,7 @@ COLUMNS: dict[str, str] = {
     "repeats": "int64", "ms_batch_median": "float64", "ms_batch_min": "float64", "ms_batch_iqr": "float64",
     "first_call_ms": "float64", "compile_s": "float64", "ms_per_256": "float64", "us_per_lp": "float64",
     "end_to_end_ms_batch_median": "float64", "end_to_end_ms_per_256": "float64", "end_to_end_us_per_lp": "float64",
+    "ms_repeats": "object", "end_to_end_ms_repeats": "object",
     "peak_rss_mb": "float64", "device_peak_mb": "float64", "device_model": "str", "device_id": "str",
     "started": "str", "timestamp": "str",
 }
@@ -43,6 +44,9 @@ TIMING = {"ms_per_256": ("ms_per_256", "median"), "us_per_lp": ("us_per_lp", "me
           "end_to_end_us_per_lp": ("end_to_end_us_per_lp", "median"),
           "iqr_ms": ("ms_batch_iqr", "median"), "compile_s": ("compile_s", "median"),
           "peak_rss_mb": ("peak_rss_mb", "max"), "device_peak_mb": ("device_peak_mb", "max")}
+#: per-repeat batch times (ms, one array per row, the same on every row of a cell): the
+#: samples of the bootstrap intervals on median times (``bench.stats.median_interval``).
+REPEAT_COLUMNS = ("ms_repeats", "end_to_end_ms_repeats")
 #: the report's groups, and how the report names them.
 REPORT_GROUP = ["family_label", "kind", "solver_label", "device", "dtype", "n_scenes"]
 REPORT_NAMES = {"family_label": "family", "solver_label": "solver", "n_scenes": "scenes"}
@@ -58,7 +62,9 @@ def upgrade(rows: pd.DataFrame, version: int, source: str = "rows") -> pd.DataFr
     Version 1 (files without the metadata key, written before this module) may lack
     ``family_label`` and ``solver_label`` (filled from ``family`` / ``solver``) and timing
     columns (NaN). Version 2 lacks the end-to-end timings and the memory columns (NaN) and
-    ``device_model`` (''). A newer version raises ``SchemaError`` naming ``source``."""
+    ``device_model`` (''). Version 3 lacks the per-repeat times ``ms_repeats`` and
+    ``end_to_end_ms_repeats`` (None: no timing interval can be given). A newer version raises
+    ``SchemaError`` naming ``source``."""
     if version > SCHEMA_VERSION:
         raise SchemaError(f"{source}: written with results schema {version}; this contactbench reads schema "
                           f"<= {SCHEMA_VERSION}. Upgrade contactbench to read it.")
@@ -74,6 +80,9 @@ def upgrade(rows: pd.DataFrame, version: int, source: str = "rows") -> pd.DataFr
         for column in ("device_model", "device_id"):
             if column not in rows:
                 rows[column] = ""
+        for column in REPEAT_COLUMNS:
+            if column not in rows:
+                rows[column] = None
     return rows
 
 

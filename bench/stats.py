@@ -54,3 +54,124 @@ def cases_needed(rate: float, confidence: float = 0.95) -> int:
     while rate_upper_bound(0, n, confidence) > rate:
         n += 1
     return n
+
+
+def _check_arrays(k, n, confidence: float):
+    import numpy as np
+
+    k, n = np.asarray(k), np.asarray(n)
+    if k.shape != n.shape or not (np.issubdtype(k.dtype, np.integer) and np.issubdtype(n.dtype, np.integer)) \
+            or (n < 1).any() or (k < 0).any() or (k > n).any():
+        raise ProblemError(f"k, n: expected integer arrays of one shape with 0 <= k <= n and n >= 1, got "
+                           f"k={k!r}, n={n!r}")
+    if not 0 < confidence < 1:
+        raise ProblemError(f"confidence: expected a number in (0, 1), got {confidence!r}")
+    return k, n
+
+
+def rate_intervals(k, n, confidence: float = 0.95):
+    """``(low, high)`` arrays: the two-sided Clopper-Pearson interval of each rate ``k / n``
+    (integer arrays of one shape), from Beta quantiles (``scipy.stats.beta.ppf``): the same
+    numbers as ``rate_interval``, for whole tables at once."""
+    import numpy as np
+    from scipy.stats import beta
+
+    k, n = _check_arrays(k, n, confidence)
+    alpha = 1 - confidence
+    with np.errstate(invalid="ignore"):
+        low = np.where(k == 0, 0.0, beta.ppf(alpha / 2, np.maximum(k, 1), n - k + 1))
+        high = np.where(k == n, 1.0, beta.ppf(1 - alpha / 2, k + 1, np.maximum(n - k, 1)))
+    return low.astype(float), high.astype(float)
+
+
+def rate_upper_bounds(k, n, confidence: float = 0.95):
+    """One-sided Clopper-Pearson upper bounds of the rates ``k / n`` (integer arrays): the
+    array form of ``rate_upper_bound``."""
+    import numpy as np
+    from scipy.stats import beta
+
+    k, n = _check_arrays(k, n, confidence)
+    with np.errstate(invalid="ignore"):
+        return np.where(k == n, 1.0, beta.ppf(confidence, k + 1, np.maximum(n - k, 1))).astype(float)
+
+
+def cases_to_show(k: int, n: int, rate: float, confidence: float = 0.95) -> int | None:
+    """How many cases a rerun needs for the one-sided upper bound to reach ``rate``, if the
+    rate stays at the observed ``k / n``: ``cases_needed(rate)`` when ``k`` is 0; None when
+    ``k / n >= rate`` (no number of cases can show it). At least ``n``."""
+    _check(k, n, confidence)
+    if not 0 < rate < 1:
+        raise ProblemError(f"rate: expected a number in (0, 1), got {rate!r}")
+    if k == 0:
+        return cases_needed(rate, confidence)
+    observed = k / n
+    if observed >= rate:
+        return None
+
+    def enough(m: int) -> bool:
+        return rate_upper_bound(min(m, max(k, math.ceil(observed * m))), m, confidence) <= rate
+
+    high = n
+    while not enough(high):
+        high *= 2
+    low = max(n, high // 2)
+    while low < high:  # the smallest sufficient count between the last two doublings
+        mid = (low + high) // 2
+        if enough(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return high
+
+
+#: resamples of each bootstrap; seeded, so a report is the same every time it is written.
+BOOTSTRAP_RESAMPLES = 2000
+
+
+def median_interval(samples, confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
+    """Percentile-bootstrap interval (``scipy.stats.bootstrap``, ``BOOTSTRAP_RESAMPLES``
+    resamples, seeded) of the median of ``samples`` (1-D, e.g. one time per timed repeat, any
+    unit: the interval has the unit of the samples). ``(nan, nan)`` with fewer than 2 finite
+    samples: one repeat says nothing about the spread."""
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    if not 0 < confidence < 1:
+        raise ProblemError(f"confidence: expected a number in (0, 1), got {confidence!r}")
+    x = np.asarray(samples, dtype=float).ravel()
+    x = x[np.isfinite(x)]
+    if x.size < 2:
+        return float("nan"), float("nan")
+    if np.all(x == x[0]):
+        return float(x[0]), float(x[0])
+    res = bootstrap((x,), np.median, confidence_level=confidence, n_resamples=BOOTSTRAP_RESAMPLES,
+                    method="percentile", vectorized=True, rng=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def ratio_interval(numerator, denominator, confidence: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
+    """``(ratio, low, high)``: the ratio of the medians of two independent samples (e.g. the
+    repeat times of two configurations: > 1 means the numerator is slower) and its
+    percentile-bootstrap interval (``scipy.stats.bootstrap``, the two samples resampled
+    independently, seeded). NaN bounds when either sample has fewer than 2 finite values."""
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    if not 0 < confidence < 1:
+        raise ProblemError(f"confidence: expected a number in (0, 1), got {confidence!r}")
+    a = np.asarray(numerator, dtype=float).ravel()
+    b = np.asarray(denominator, dtype=float).ravel()
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    if a.size == 0 or b.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    ratio = float(np.median(a) / np.median(b))
+    if a.size < 2 or b.size < 2:
+        return ratio, float("nan"), float("nan")
+
+    def statistic(x, y, axis=-1):
+        return np.median(x, axis=axis) / np.median(y, axis=axis)
+
+    res = bootstrap((a, b), statistic, confidence_level=confidence, n_resamples=BOOTSTRAP_RESAMPLES,
+                    method="percentile", vectorized=True, rng=np.random.default_rng(seed))
+    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return ratio, min(low, ratio), max(high, ratio)

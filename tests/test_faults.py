@@ -78,7 +78,7 @@ def test_failed_publish_leaves_the_previous_site_whole(tmp_path, monkeypatch):
     publish.publish([run], site)
     before = tree(site)
 
-    def broken(rows, run_dirs, out, final):
+    def broken(rows, run_dirs, out, final, *settings):
         (out / "index.html").write_text("half a site")
         raise OSError(28, "No space left on device")
 
@@ -95,7 +95,7 @@ def test_failed_report_leaves_no_half_report(tmp_path, monkeypatch):
     run = small_run(tmp_path)
     rows = report.load_runs([run])
 
-    def broken(rows, out, manifests):
+    def broken(rows, out, manifests, *settings):
         (out / "report.md").write_text("half")
         raise OSError(28, "No space left on device")
 

@@ -1,0 +1,212 @@
+"""``contactbench recommend``: which configurations may a controller use, and how sure are we?
+
+A *configuration* here is solver label (name and settings) x device x dtype (x machine when
+runs of several hosts are merged), on one family, kind and batch size. It **qualifies** when,
+at the confidence level, the one-sided Clopper-Pearson upper bound of each of its error
+rates is within its threshold and its median end-to-end time per case fits the budget:
+
+* ``false_accept`` (unsafe: "the contacts hold" when they do not, or forces that break a
+  constraint) at most ``max_false_accept``;
+* ``uncertain`` + ``failed`` (no verified answer) at most ``max_uncertain``;
+* ``false_reject`` + ``suboptimal`` (safe but wrong) at most ``max_wrong``.
+
+A configuration that does not qualify is **out** (an observed rate already at or above a
+threshold, or over budget) or **open** (no rule broken, but too few cases to show the bound:
+``needed_cases`` says how many a rerun needs if the rates stay as observed, ``needed_n`` the
+``--n`` in scenes). Rates count distinct cases, each once with its worst outcome
+(``bench.intervals``). Every number comes from verified outcomes: a solver's own status flag
+never decides anything here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from solvers.errors import ProblemError
+
+from . import intervals, stats
+
+#: one row per configuration, family, kind and batch size
+KEYS = ["config", "solver_label", "device", "dtype", "family_label", "kind", "n_scenes"]
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """An error-rate rule: the outcomes it counts, the threshold's name, and words for reasons."""
+
+    name: str
+    outcomes: tuple[str, ...]
+    threshold: str
+    label: str
+    without: str
+
+
+CRITERIA = (
+    Criterion("false_accept", ("false_accept",), "max_false_accept", "false-accept", "without a false accept"),
+    Criterion("uncertain", ("uncertain", "failed"), "max_uncertain", "uncertain-or-failed",
+              "without an uncertain or failed answer"),
+    Criterion("wrong", ("false_reject", "suboptimal"), "max_wrong", "wrong-answer", "without a wrong answer"),
+)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """What a configuration must show to qualify: upper bounds of rates (fractions of cases,
+    in (0, 1)), the budget in microseconds per case end to end (> 0) and the confidence
+    level of the bounds (in (0, 1))."""
+
+    max_false_accept: float = 1e-3
+    max_uncertain: float = 1e-2
+    max_wrong: float = 1e-2
+    budget_us: float = 1000.0
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        for name in ("max_false_accept", "max_uncertain", "max_wrong"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 < value < 1):
+                raise ProblemError(f"{name}: expected a rate in (0, 1), got {value!r}")
+        if not (isinstance(self.budget_us, (int, float)) and self.budget_us > 0 and math.isfinite(self.budget_us)):
+            raise ProblemError(f"budget_us: expected microseconds per case > 0, got {self.budget_us!r}")
+        intervals.check_confidence(self.confidence)
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The assessment of every configuration (``table``, best first: qualifying ones fastest
+    first, then open, then out), the thresholds, and ``rerun_n``: the ``--n`` (scenes) a
+    rerun needs to decide every open configuration (None when none is open)."""
+
+    table: pd.DataFrame
+    thresholds: Thresholds
+    rerun_n: int | None
+
+    @property
+    def qualifying(self) -> pd.DataFrame:
+        return self.table[self.table["status"] == "qualifies"]
+
+    def to_json(self) -> dict:
+        """A JSON-ready dict: thresholds, rerun ``--n`` and one record per configuration."""
+        def clean(value):
+            if isinstance(value, (np.integer,)):
+                return int(value)
+            if isinstance(value, (float, np.floating)):
+                return None if not np.isfinite(value) else float(value)
+            if isinstance(value, (np.bool_,)):
+                return bool(value)
+            return value
+        records = [{k: clean(v) for k, v in rec.items()} for rec in self.table.to_dict("records")]
+        return {"thresholds": asdict(self.thresholds), "rerun_n": self.rerun_n,
+                "qualifying": [r for r in records if r["status"] == "qualifies"],
+                "open": [r for r in records if r["status"] == "open"],
+                "out": [r for r in records if r["status"] == "out"]}
+
+
+def select(rows: pd.DataFrame, family: str | None = None, kind: str | None = None,
+           device: str | None = None) -> pd.DataFrame:
+    """The rows of ``family`` (registry name or label), ``kind`` and ``device`` (None: all);
+    ``ProblemError`` naming the option and the values the runs hold when one matches nothing."""
+    for option, value, columns in (("family", family, ("family", "family_label")), ("kind", kind, ("kind",)),
+                                   ("device", device, ("device",))):
+        if value is None:
+            continue
+        mask = np.zeros(len(rows), dtype=bool)
+        for column in columns:
+            if column in rows:
+                mask |= rows[column].astype(str).to_numpy() == value
+        if not mask.any():
+            held = sorted(set(rows[columns[-1]].astype(str))) if columns[-1] in rows else []
+            raise ProblemError(f"{option}: {value!r} matches nothing in these runs; they hold: {', '.join(held)}")
+        rows = rows[mask]
+    return rows
+
+
+def _judge(k: int, n: int, limit: float, crit: Criterion, confidence: float) -> tuple[str, str, int | None, float]:
+    """``(state, reason, needed cases, bound)`` of one criterion: ``met``, ``open`` or ``out``."""
+    bound = stats.rate_upper_bound(k, n, confidence)
+    if bound <= limit:
+        return "met", "", None, bound
+    needed = stats.cases_to_show(k, n, limit, confidence)
+    if needed is None:
+        return "out", f"{crit.label} bound {intervals.sci(bound)} > {intervals.sci(limit)} ({k} of {n:,})", None, bound
+    if k == 0:
+        return "open", f"needs {needed:,} cases {crit.without} to show <= {intervals.sci(limit)}, has {n:,}", needed, bound
+    return ("open", f"needs about {needed:,} cases at the observed {crit.label} rate ({k} of {n:,}) to show "
+            f"<= {intervals.sci(limit)}, has {n:,}", needed, bound)
+
+
+def assess(rows: pd.DataFrame, thresholds: Thresholds = Thresholds()) -> Recommendation:
+    """Judge every configuration of ``rows`` (cell rows from ``bench.publish.prepare_rows``,
+    which adds ``config`` and ``rank_us``) against ``thresholds`` (see the module docstring)."""
+    if rows.empty:
+        raise ProblemError("rows: no results to assess")
+    conf = thresholds.confidence
+    counts = intervals.case_counts(rows, KEYS)
+    times = rows.groupby(KEYS, dropna=False).agg(us_per_case=("rank_us", "median"), lps=("n_lps", "max")).reset_index()
+    table = intervals.add_time_intervals(counts.merge(times, on=KEYS, how="left"), rows, KEYS, conf)
+    records = []
+    for _, r in table.iterrows():
+        n = int(r["cases"])
+        rec = {"config": r["config"], "solver": r["solver_label"], "device": r["device"], "dtype": r["dtype"],
+               "family": r["family_label"], "kind": r["kind"], "scenes": int(r["n_scenes"]), "cases": n}
+        states, out_reasons, open_reasons = [], [], []
+        for crit in CRITERIA:
+            k = int(sum(int(r[o]) for o in crit.outcomes if o in r))
+            state, reason, need, bound = _judge(k, n, getattr(thresholds, crit.threshold), crit, conf)
+            rec[crit.name] = k
+            rec[f"{crit.name}_bound"] = bound
+            states.append(state)
+            if state == "out":
+                out_reasons.append(reason)
+            elif state == "open":
+                open_reasons.append((need, reason))
+        t = float(r["us_per_case"])
+        if not np.isfinite(t):
+            states.append("out")
+            out_reasons.append("no time measured")
+        elif t > thresholds.budget_us:
+            states.append("out")
+            out_reasons.append(f"over budget: {_us(t)} us per case")
+        status = "out" if "out" in states else "open" if "open" in states else "qualifies"
+        per_scene = max(int(r["lps"]) / max(int(r["n_scenes"]), 1), 1.0) if pd.notna(r["lps"]) else 1.0
+        # an out configuration gives what rules it out; an open one the rule needing the most cases
+        need, reason = max(open_reasons, key=lambda x: x[0]) if status == "open" else (None, "")
+        rec.update(us_per_case=t, time_low_us=float(r["time_low_us"]), time_high_us=float(r["time_high_us"]),
+                   status=status, reasons=out_reasons if status == "out" else [reason] if reason else [],
+                   needed_cases=need,
+                   needed_n=int(math.ceil(need / per_scene)) if need else None)
+        records.append(rec)
+    out = pd.DataFrame(records)
+    order = {"qualifies": 0, "open": 1, "out": 2}
+    out = out.assign(_s=out["status"].map(order)).sort_values(["_s", "us_per_case", "config"], na_position="last")
+    out = out.drop(columns="_s").reset_index(drop=True)
+    out = _rank_qualifying(out)
+    open_n = out.loc[out["status"] == "open", "needed_n"].dropna()
+    return Recommendation(out, thresholds, int(open_n.max()) if len(open_n) else None)
+
+
+def _rank_qualifying(table: pd.DataFrame) -> pd.DataFrame:
+    """``rank`` of the qualifying rows by time (ties: overlapping time intervals with the
+    group's fastest, ``bench.intervals.mark_ties``); NaN for the others."""
+    q = table[table["status"] == "qualifies"]
+    table = table.assign(rank=np.nan, tied=False)
+    if len(q):
+        ranked = intervals.mark_ties(q, time="us_per_case")
+        table.loc[q.index, "rank"] = ranked["rank"].to_numpy()
+        table.loc[q.index, "tied"] = ranked["tied"].to_numpy()
+    return table
+
+
+def _us(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def interval_text(t: float, low: float, high: float) -> str:
+    """``"12.3 [11.9, 13]"`` (microseconds), or the median alone without an interval."""
+    if not np.isfinite(t):
+        return ""
+    return f"{_us(t)} [{_us(low)}, {_us(high)}]" if np.isfinite(low) else _us(t)
