@@ -519,6 +519,11 @@ def _cli_names(message: str) -> str:
     return message
 
 
+def recommend_budget(budget_us: float) -> str:
+    """A budget in microseconds for display: ``1,000``, ``2.5``."""
+    return f"{budget_us:,.0f}" if budget_us >= 10 else f"{budget_us:g}"
+
+
 def _print_recommendation(result) -> None:
     from .intervals import sci
     from .recommend import interval_text
@@ -527,11 +532,11 @@ def _print_recommendation(result) -> None:
     pct = f"{100 * t.confidence:g} %"
     console.print(f"Thresholds ({pct} one-sided upper bounds): false accept <= {sci(t.max_false_accept)}, "
                   f"uncertain or failed <= {sci(t.max_uncertain)}, wrong <= {sci(t.max_wrong)}; "
-                  f"budget {t.budget_us:,g} us per case end to end (median).")
+                  f"budget {recommend_budget(t.budget_us)} us per case end to end (median).")
     q = result.qualifying
     if len(q):
-        table = Table(title=f"qualifying configurations ({len(q)}), fastest first; '=' marks a tie "
-                            f"(overlapping {pct} time intervals)")
+        table = Table(title=f"qualifying configurations ({len(q)}): per family, kind and batch size, fastest "
+                            f"first; '=' marks a tie (overlapping {pct} time intervals)")
         for col in ("rank", "configuration", "family", "kind", "scenes", "cases", "false accept <=",
                     "uncertain <=", "wrong <=", "us per case [interval]"):
             table.add_column(col, justify="left" if col in ("configuration", "family", "kind") else "right")

@@ -283,7 +283,7 @@ def recommendation_box(rows: pd.DataFrame, confidence: float = intervals.DEFAULT
 
     rest = result.table[result.table["status"] != "qualifies"]
     return {"confidence": f"{100 * t.confidence:g} %", "max_false_accept": sci(t.max_false_accept),
-            "max_uncertain": sci(t.max_uncertain), "max_wrong": sci(t.max_wrong), "budget_us": f"{t.budget_us:,g}",
+            "max_uncertain": sci(t.max_uncertain), "max_wrong": sci(t.max_wrong), "budget_us": f"{t.budget_us:,.0f}",
             "qualifying": [record(r) for _, r in result.qualifying.iterrows()],
             "rest": [record(r) for _, r in rest.iterrows()],
             "open": int((result.table["status"] == "open").sum()), "rerun_n": result.rerun_n}

@@ -77,8 +77,8 @@ class Thresholds:
 
 @dataclass(frozen=True)
 class Recommendation:
-    """The assessment of every configuration (``table``, best first: qualifying ones fastest
-    first, then open, then out), the thresholds, and ``rerun_n``: the ``--n`` (scenes) a
+    """The assessment of every configuration (``table``: qualifying ones first, per family,
+    kind and batch size fastest first and ranked, then open, then out), the thresholds, and ``rerun_n``: the ``--n`` (scenes) a
     rerun needs to decide every open configuration (None when none is open)."""
 
     table: pd.DataFrame
@@ -91,7 +91,9 @@ class Recommendation:
 
     def to_json(self) -> dict:
         """A JSON-ready dict: thresholds, rerun ``--n`` and one record per configuration."""
-        def clean(value):
+        def clean(value, key=""):
+            if key in ("needed_cases", "needed_n", "rank") and isinstance(value, (int, float, np.number)):
+                return int(value) if np.isfinite(value) else None
             if isinstance(value, (np.integer,)):
                 return int(value)
             if isinstance(value, (float, np.floating)):
@@ -99,7 +101,7 @@ class Recommendation:
             if isinstance(value, (np.bool_,)):
                 return bool(value)
             return value
-        records = [{k: clean(v) for k, v in rec.items()} for rec in self.table.to_dict("records")]
+        records = [{k: clean(v, k) for k, v in rec.items()} for rec in self.table.to_dict("records")]
         return {"thresholds": asdict(self.thresholds), "rerun_n": self.rerun_n,
                 "qualifying": [r for r in records if r["status"] == "qualifies"],
                 "open": [r for r in records if r["status"] == "open"],
@@ -182,7 +184,8 @@ def assess(rows: pd.DataFrame, thresholds: Thresholds = Thresholds()) -> Recomme
         records.append(rec)
     out = pd.DataFrame(records)
     order = {"qualifies": 0, "open": 1, "out": 2}
-    out = out.assign(_s=out["status"].map(order)).sort_values(["_s", "us_per_case", "config"], na_position="last")
+    out = out.assign(_s=out["status"].map(order)).sort_values(["_s", "family", "kind", "scenes", "us_per_case", "config"],
+                                                             na_position="last")
     out = out.drop(columns="_s").reset_index(drop=True)
     out = _rank_qualifying(out)
     open_n = out.loc[out["status"] == "open", "needed_n"].dropna()
@@ -190,14 +193,15 @@ def assess(rows: pd.DataFrame, thresholds: Thresholds = Thresholds()) -> Recomme
 
 
 def _rank_qualifying(table: pd.DataFrame) -> pd.DataFrame:
-    """``rank`` of the qualifying rows by time (ties: overlapping time intervals with the
-    group's fastest, ``bench.intervals.mark_ties``); NaN for the others."""
-    q = table[table["status"] == "qualifies"]
+    """``rank`` of the qualifying rows by time within each family, kind and batch size (the
+    same problems), with ties (overlapping time intervals with the tie group's fastest,
+    ``bench.intervals.mark_ties``); NaN for the others."""
     table = table.assign(rank=np.nan, tied=False)
-    if len(q):
-        ranked = intervals.mark_ties(q, time="us_per_case")
-        table.loc[q.index, "rank"] = ranked["rank"].to_numpy()
-        table.loc[q.index, "tied"] = ranked["tied"].to_numpy()
+    q = table[table["status"] == "qualifies"]
+    for _, grp in q.groupby(["family", "kind", "scenes"], sort=False):
+        ranked = intervals.mark_ties(grp, time="us_per_case")
+        table.loc[grp.index, "rank"] = ranked["rank"].to_numpy()
+        table.loc[grp.index, "tied"] = ranked["tied"].to_numpy()
     return table
 
 

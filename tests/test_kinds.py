@@ -114,6 +114,11 @@ def test_a_run_file_records_the_schema_version_and_old_files_are_upgraded(tmp_pa
     rows.to_parquet(old, index=False)
     back = rundir.read_cell(old)
     assert back["family_label"].iloc[0] == "planar-box" and back["solver_label"].iloc[0] == "highs"
+    three = tmp_path / "three.parquet"  # schema 3: no per-repeat times, so no timing interval
+    pq.write_table(pa.Table.from_pandas(rows, preserve_index=False).replace_schema_metadata({schema.SCHEMA_KEY: b"3"}),
+                   three)
+    back = rundir.read_cell(three)
+    assert back["ms_repeats"].iloc[0] is None and back["end_to_end_ms_repeats"].iloc[0] is None
     newer = tmp_path / "newer.parquet"
     table = pa.Table.from_pandas(rows, preserve_index=False)
     pq.write_table(table.replace_schema_metadata({schema.SCHEMA_KEY: b"99"}), newer)
