@@ -1,4 +1,5 @@
-"""The ``contactbench`` command line: ``list``, ``run``, ``report``."""
+"""The ``contactbench`` command line: ``list``, ``run``, ``report``, ``recommend``, ``publish``, ``ablate``,
+``check-adapter`` and ``cluster``."""
 
 from __future__ import annotations
 

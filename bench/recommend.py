@@ -134,10 +134,10 @@ def _judge(k: int, n: int, limit: float, crit: Criterion, confidence: float) -> 
         return "met", "", None, bound
     needed = stats.cases_to_show(k, n, limit, confidence)
     if needed is None:
-        return "out", f"{crit.label} bound {intervals.sci(bound)} > {intervals.sci(limit)} ({k} of {n:,})", None, bound
+        return "out", f"{crit.label} bound {intervals.sci(bound)} > {intervals.sci(limit)} ({k:,} of {n:,})", None, bound
     if k == 0:
         return "open", f"needs {needed:,} cases {crit.without} to show <= {intervals.sci(limit)}, has {n:,}", needed, bound
-    return ("open", f"needs about {needed:,} cases at the observed {crit.label} rate ({k} of {n:,}) to show "
+    return ("open", f"needs about {needed:,} cases at the observed {crit.label} rate ({k:,} of {n:,}) to show "
             f"<= {intervals.sci(limit)}, has {n:,}", needed, bound)
 
 
@@ -147,6 +147,8 @@ def assess(rows: pd.DataFrame, thresholds: Thresholds = Thresholds()) -> Recomme
     if rows.empty:
         raise ProblemError("rows: no results to assess")
     conf = thresholds.confidence
+    if "n_lps" not in rows:  # cases per scene unknown: one
+        rows = rows.assign(n_lps=rows["n_scenes"])
     counts = intervals.case_counts(rows, KEYS)
     times = rows.groupby(KEYS, dropna=False).agg(us_per_case=("rank_us", "median"), lps=("n_lps", "max")).reset_index()
     table = intervals.add_time_intervals(counts.merge(times, on=KEYS, how="left"), rows, KEYS, conf)

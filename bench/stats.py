@@ -1,4 +1,5 @@
-"""Confidence bounds for outcome rates (issue 16's foundation): Clopper-Pearson, from scipy.
+"""Confidence bounds and intervals: Clopper-Pearson bounds of outcome rates, bootstrap intervals of
+median times and of ratios of medians, all from ``scipy.stats``.
 
 A configuration's ``false_accept`` count of ``k`` in ``n`` verified cases says little on its
 own when ``k`` is 0: the one-sided upper bound at confidence ``c`` is ``1 - (1 - c)^(1/n)``
