@@ -193,6 +193,18 @@ def ratio_matrix(samples: dict[str, np.ndarray], confidence: float = DEFAULT_CON
     return pd.DataFrame(out, columns=["a", "b", "ratio", "low", "high", "verdict"])
 
 
+def rate_texts(table: pd.DataFrame, outcomes: list[str]) -> pd.DataFrame:
+    """Display columns of a table with rates (``add_rates``): per outcome some row has a count
+    of (and the kind can give), ``"rate [low, high]"``; blank where the kind cannot give it."""
+    out = pd.DataFrame(index=table.index)
+    for o in outcomes:
+        if f"{o}_rate" not in table or not (table[o] > 0).any():
+            continue
+        out[o] = [f"{sci(r)} [{sci(lo)}, {sci(hi)}]" if pd.notna(r) else ""
+                  for r, lo, hi in zip(table[f"{o}_rate"], table[f"{o}_low"], table[f"{o}_high"])]
+    return out
+
+
 def sci(value: float, digits: int = 2) -> str:
     """``value`` in short scientific notation: ``1.2e-2``, ``1e-3``; ``0`` for zero."""
     if value == 0:

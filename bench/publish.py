@@ -461,6 +461,9 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
         table["rank"] = _rank_text(table)
         table["e2e_us_interval"] = _interval_texts(table)
         table["false_accept_bound"] = [intervals.sci(b) if pd.notna(b) else "" for b in table["false_accept_bound"]]
+        rate_cols = intervals.rate_texts(table, outcome_columns(list(frows["kind"].unique())))
+        rates = table[["rank", "solver_label", "device", "dtype", "kind", "scenes", "cases"]].join(rate_cols)
+        rates["false_accept_bound"] = table["false_accept_bound"]
         table["sgm_us"] = [shifted_geometric_mean(frows.loc[frows["config"] == c, "rank_us"]
                                                   .groupby(frows["cell_id"]).median().to_numpy())
                            for c in table["config"]]
@@ -502,7 +505,7 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
             if sizes > 1 else [],
             crossover_columns=list(cross.columns),
             ratios=speed_ratios(frows, table, confidence), ratio_limit=MAX_RATIO_CONFIGS,
-            advice=recommendation_box(frows, confidence))
+            advice=recommendation_box(frows, confidence), rates=_records(rates), rate_columns=list(rates.columns))
         (out / slug).write_text(page, encoding="utf-8")
         pages[str(family)] = final / slug
     index = env.get_template("index.html.j2").render(**common, families=families,

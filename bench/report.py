@@ -107,9 +107,7 @@ def rates_table(summary: pd.DataFrame, confidence: float) -> pd.DataFrame:
     keys = [c for c in ("family", "kind", "solver", "device", "dtype", "scenes") if c in summary]
     out = summary[keys + ["cases"]].copy()
     pct = f"{100 * confidence:g} %"
-    for o in [o for o in OUTCOMES if f"{o}_rate" in summary and summary[o].sum() > 0]:
-        out[o] = [f"{intervals.sci(r)} [{intervals.sci(lo)}, {intervals.sci(hi)}]" if pd.notna(r) else ""
-                  for r, lo, hi in zip(summary[f"{o}_rate"], summary[f"{o}_low"], summary[f"{o}_high"])]
+    out = out.join(intervals.rate_texts(summary, list(OUTCOMES)))
     out[f"false_accept <= ({pct}, one-sided)"] = [intervals.sci(b) for b in summary["false_accept_bound"]]
     out["e2e us per case [interval]"] = [
         f"{t:.3g} [{lo:.3g}, {hi:.3g}]" if pd.notna(lo) else (f"{t:.3g}" if pd.notna(t) else "")

@@ -263,6 +263,10 @@ def test_the_family_page_has_the_recommendation_box_and_interval_bars(small, tmp
         assert threshold in page
     assert 'id="no-qualifying"' in page and "--n 2995" in page  # 32 cases cannot show 1e-3
     assert "needs 2,995 cases without a false accept to show &lt;= 1e-3, has 32" in page
+    rates = page.split('id="rates"')[1].split("</table>")[0]
+    low, high = stats.rate_interval(15, 32)  # OSQP's uncertain answers on planar-box
+    assert f"<td>{intervals.sci(15 / 32)} [{intervals.sci(low)}, {intervals.sci(high)}]</td>" in rates
+    assert rates.count("<tr>") == 1 + 3  # header + highs, exact-planar, osqp
     scatter = json.loads(page.split('id="scatter-data">')[1].split("</script>")[0])
     bars = [t["error_x"] for t in scatter["data"]]
     assert all(b["type"] == "data" and len(b["array"]) == 1 for b in bars)
