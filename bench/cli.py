@@ -438,8 +438,7 @@ def report_cmd(
     confidence: float = typer.Option(0.95, "--confidence", help="confidence level of the rate and timing intervals"),
 ) -> None:
     """Summarise runs into report.md / report.csv (and print the table)."""
-    if not 0 < confidence < 1:
-        _fail(f"--confidence: expected a number in (0, 1), got {confidence}")
+    _check_confidence(confidence)
     try:
         rows = report.load_runs(run_dirs)
     except BenchError as exc:
@@ -462,8 +461,7 @@ def publish_cmd(
     """Build the static comparison dashboard (opens from file://, offline) from one or more runs."""
     from . import publish
 
-    if not 0 < confidence < 1:
-        _fail(f"--confidence: expected a number in (0, 1), got {confidence}")
+    _check_confidence(confidence)
     try:
         site = publish.publish(run_dirs, out, confidence=confidence)
     except BenchError as exc:
@@ -511,6 +509,16 @@ def recommend_cmd(
     raise typer.Exit(0 if len(result.qualifying) else 1)
 
 
+def _check_confidence(confidence: float) -> None:
+    """Exit 2 naming ``--confidence`` unless it is in (0, 1) (``bench.stats.check_confidence``)."""
+    from .stats import check_confidence
+
+    try:
+        check_confidence(confidence)
+    except BenchError as exc:
+        _fail(_cli_names(str(exc)))
+
+
 def _cli_names(message: str) -> str:
     """A library error message with the CLI's option names (``max_uncertain`` -> ``--max-uncertain``)."""
     for name in ("max_false_accept", "max_uncertain", "max_wrong", "budget_us", "confidence", "family", "kind",
@@ -526,7 +534,7 @@ def recommend_budget(budget_us: float) -> str:
 
 
 def _print_recommendation(result) -> None:
-    from .intervals import sci
+    from .intervals import rank_text, sci
     from .recommend import interval_text
 
     t = result.thresholds
@@ -542,7 +550,7 @@ def _print_recommendation(result) -> None:
                     "uncertain <=", "wrong <=", "us per case [interval]"):
             table.add_column(col, justify="left" if col in ("configuration", "family", "kind") else "right")
         for _, r in q.iterrows():
-            table.add_row(f"{'=' if r['tied'] else ''}{int(r['rank'])}", escape(str(r["config"])),
+            table.add_row(rank_text(r["rank"], r["tied"]), escape(str(r["config"])),
                           escape(str(r["family"])), escape(str(r["kind"])), str(r["scenes"]), f"{r['cases']:,}",
                           sci(r["false_accept_bound"]), sci(r["uncertain_bound"]), sci(r["wrong_bound"]),
                           interval_text(r["us_per_case"], r["time_low_us"], r["time_high_us"]))

@@ -29,17 +29,8 @@ SEVERITY = ("false_accept", "failed", "uncertain", "false_reject", "suboptimal",
 CASE_KEY = ["family_label", "kind", "family_params", "n_scenes", "seed", "lp_index"]
 #: default confidence level of every interval.
 DEFAULT_CONFIDENCE = 0.95
-
-
-def check_confidence(confidence: float) -> float:
-    """``confidence`` as a float in (0, 1), else ``ProblemError`` naming it."""
-    try:
-        value = float(confidence)
-    except (TypeError, ValueError):
-        raise ProblemError(f"confidence: expected a number in (0, 1), got {confidence!r}") from None
-    if not 0 < value < 1:
-        raise ProblemError(f"confidence: expected a number in (0, 1), got {confidence!r}")
-    return value
+#: the one check of a confidence level (``bench.stats``).
+check_confidence = stats.check_confidence
 
 
 def case_counts(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -87,6 +78,25 @@ def add_rates(table: pd.DataFrame, outcomes: list[str], confidence: float = DEFA
         bound[ok] = stats.rate_upper_bounds(k[ok], n[ok], confidence)
     out["false_accept_bound"] = bound
     return out
+
+
+def with_intervals(table: pd.DataFrame, rows: pd.DataFrame, keys: list[str], outcomes: list[str],
+                   confidence: float = DEFAULT_CONFIDENCE) -> pd.DataFrame:
+    """A summary ``table`` (one row per group of ``keys`` of ``rows``) joined with ``cases``,
+    the rates of ``outcomes`` with their intervals and ``false_accept_bound`` (``add_rates``
+    over ``case_counts``), then ``time_low_us`` / ``time_high_us`` (``add_time_intervals``):
+    the columns the report and the dashboard add to their tables (copy)."""
+    rates = add_rates(case_counts(rows, keys), outcomes, confidence)
+    rates = rates[keys + ["cases"] + [f"{o}_{s}" for o in outcomes for s in ("rate", "low", "high")]
+                  + ["false_accept_bound"]]
+    return add_time_intervals(table.merge(rates, on=keys, how="left"), rows, keys, confidence)
+
+
+def rank_text(rank, tied: bool) -> str:
+    """A rank for display: ``=3`` where it is shared (a statistical tie), blank for none."""
+    if rank is None or (isinstance(rank, float) and np.isnan(rank)):
+        return ""
+    return f"{'=' if tied else ''}{int(rank)}"
 
 
 def _per_case_us(cells: pd.DataFrame) -> np.ndarray:

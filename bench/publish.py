@@ -86,10 +86,7 @@ def family_table(rows: pd.DataFrame, confidence: float = intervals.DEFAULT_CONFI
     keys = FAMILY_KEYS
     table = summarize(rows, keys)
     outcomes = [o for o in outcome_columns(list(rows["kind"].unique())) if o in table]
-    rates = intervals.add_rates(intervals.case_counts(rows, keys), outcomes, confidence)
-    table = table.merge(rates[keys + ["cases"] + [c for c in rates if c.endswith(("_rate", "_low", "_high"))]
-                              + ["false_accept_bound"]], on=keys, how="left")
-    table = intervals.add_time_intervals(table, rows, keys, confidence)
+    table = intervals.with_intervals(table, rows, keys, outcomes, confidence)
     table = table.rename(columns={"n_scenes": "scenes", "us_per_lp": "us_per_case",
                                   "end_to_end_us_per_lp": "e2e_us_per_case",
                                   "end_to_end_ms_per_256": "e2e_ms_per_256"})
@@ -274,7 +271,7 @@ def recommendation_box(rows: pd.DataFrame, confidence: float = intervals.DEFAULT
     sci = intervals.sci
 
     def record(r) -> dict:
-        return {"rank": "" if pd.isna(r["rank"]) else f"{'=' if r['tied'] else ''}{int(r['rank'])}",
+        return {"rank": intervals.rank_text(r["rank"], r["tied"]),
                 "config": str(r["config"]), "kind": str(r["kind"]), "scenes": str(r["scenes"]),
                 "cases": f"{r['cases']:,}", "false_accept_bound": sci(r["false_accept_bound"]),
                 "uncertain_bound": sci(r["uncertain_bound"]), "wrong_bound": sci(r["wrong_bound"]),
@@ -430,11 +427,6 @@ def publish(run_dirs: list[Path | str], out: Path | str, confidence: float = int
 SITE_NAMES = ("index.html", "site.json", "assets", "family-*.html")
 
 
-def _rank_text(table: pd.DataFrame) -> list[str]:
-    """Ranks for display: ``=3`` where the rank is shared (a statistical tie)."""
-    return [f"={r}" if t else str(r) for r, t in zip(table["rank"], table["tied"])]
-
-
 def _interval_texts(table: pd.DataFrame) -> list[str]:
     return [recommend.interval_text(t, lo, hi) for t, lo, hi in
             zip(table["rank_us"], table["time_low_us"], table["time_high_us"])]
@@ -458,7 +450,7 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
                               for f in sorted(rows["family_label"].unique())]
     for family, frows in rows.groupby("family_label", sort=True):
         table = ranked(family_table(frows, confidence))
-        table["rank"] = _rank_text(table)
+        table["rank"] = [intervals.rank_text(r, t) for r, t in zip(table["rank"], table["tied"])]
         table["e2e_us_interval"] = _interval_texts(table)
         table["false_accept_bound"] = [intervals.sci(b) if pd.notna(b) else "" for b in table["false_accept_bound"]]
         rate_cols = intervals.rate_texts(table, outcome_columns(list(frows["kind"].unique())))

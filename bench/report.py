@@ -51,11 +51,7 @@ def summarize(rows: pd.DataFrame, confidence: float = intervals.DEFAULT_CONFIDEN
     then the rates with their intervals and the timing interval at ``confidence`` (see the
     module docstring)."""
     table = summarize_rows(rows, GROUP)
-    outcomes = [o for o in OUTCOMES if o in table]
-    rates = intervals.add_rates(intervals.case_counts(rows, GROUP), outcomes, confidence)
-    rates = rates[GROUP + ["cases"] + [f"{o}_{s}" for o in outcomes for s in ("rate", "low", "high")]
-                  + ["false_accept_bound"]]
-    table = intervals.add_time_intervals(table.merge(rates, on=GROUP, how="left"), rows, GROUP, confidence)
+    table = intervals.with_intervals(table, rows, GROUP, [o for o in OUTCOMES if o in table], confidence)
     out = rename_for_report(table)
     return out.sort_values(["family", "kind", "scenes", "end_to_end_ms_per_256", "ms_per_256"],
                            na_position="last").reset_index(drop=True)

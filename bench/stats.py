@@ -14,11 +14,21 @@ import math
 from solvers.errors import ProblemError
 
 
+def check_confidence(confidence: float) -> float:
+    """``confidence`` as a float in (0, 1), else ``ProblemError`` naming it."""
+    try:
+        value = float(confidence)
+    except (TypeError, ValueError):
+        raise ProblemError(f"confidence: expected a number in (0, 1), got {confidence!r}") from None
+    if not 0 < value < 1:
+        raise ProblemError(f"confidence: expected a number in (0, 1), got {confidence!r}")
+    return value
+
+
 def _check(k: int, n: int, confidence: float) -> None:
     if not (isinstance(n, int) and isinstance(k, int) and n >= 1 and 0 <= k <= n):
         raise ProblemError(f"k, n: expected integers with 0 <= k <= n and n >= 1, got k={k!r}, n={n!r}")
-    if not 0 < confidence < 1:
-        raise ProblemError(f"confidence: expected a number in (0, 1), got {confidence!r}")
+    check_confidence(confidence)
 
 
 def rate_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -47,8 +57,7 @@ def cases_needed(rate: float, confidence: float = 0.95) -> int:
     1e-3 at 95 %."""
     if not 0 < rate < 1:
         raise ProblemError(f"rate: expected a number in (0, 1), got {rate!r}")
-    if not 0 < confidence < 1:
-        raise ProblemError(f"confidence: expected a number in (0, 1), got {confidence!r}")
+    check_confidence(confidence)
     n = math.ceil(math.log(1 - confidence) / math.log1p(-rate))
     while n > 1 and rate_upper_bound(0, n - 1, confidence) <= rate:  # guard the rounding of the closed form
         n -= 1
@@ -65,8 +74,7 @@ def _check_arrays(k, n, confidence: float):
             or (n < 1).any() or (k < 0).any() or (k > n).any():
         raise ProblemError(f"k, n: expected integer arrays of one shape with 0 <= k <= n and n >= 1, got "
                            f"k={k!r}, n={n!r}")
-    if not 0 < confidence < 1:
-        raise ProblemError(f"confidence: expected a number in (0, 1), got {confidence!r}")
+    check_confidence(confidence)
     return k, n
 
 
@@ -137,8 +145,7 @@ def median_interval(samples, confidence: float = 0.95, seed: int = 0) -> tuple[f
     import numpy as np
     from scipy.stats import bootstrap
 
-    if not 0 < confidence < 1:
-        raise ProblemError(f"confidence: expected a number in (0, 1), got {confidence!r}")
+    check_confidence(confidence)
     x = np.asarray(samples, dtype=float).ravel()
     x = x[np.isfinite(x)]
     if x.size < 2:
@@ -158,8 +165,7 @@ def ratio_interval(numerator, denominator, confidence: float = 0.95, seed: int =
     import numpy as np
     from scipy.stats import bootstrap
 
-    if not 0 < confidence < 1:
-        raise ProblemError(f"confidence: expected a number in (0, 1), got {confidence!r}")
+    check_confidence(confidence)
     a = np.asarray(numerator, dtype=float).ravel()
     b = np.asarray(denominator, dtype=float).ravel()
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
