@@ -132,14 +132,20 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
     else:
         batch = batch_for(cell)
     ref = reference(batch, cache_dir=cache_dir)
+    digest = batch.content_hash()
     reset_peak_rss()
     try:
         adapter = cell.adapter_spec.build()
+        # the adapter gets read-only copies (``check_standard_form``); the verifier judges ``batch``
         problem = check_standard_form(*batch.arrays(), **batch.extra(), batched=True)
         timed = timed_solve(adapter, problem, cell.repeats)
     except Exception as exc:  # recorded, never swallowed: the rows carry type and text
         env = {**env, "env_jax_devices": jax_devices()}
         return failed_rows(cell, batch, ref, env, run_id, type(exc).__name__, f"{exc}\n{traceback.format_exc()}")
+    if batch.content_hash() != digest:  # the problems judged on must be the problems generated
+        return failed_rows(cell, batch_for(cell), ref, {**env, "env_jax_devices": jax_devices()}, run_id,
+                           "InputModified", "the adapter changed the problem arrays of the batch it was given; "
+                           "its answers cannot be judged (an adapter must not write into its inputs)")
     rss_mb = peak_rss_mb()
     device_mb, model, device_id = device_memory(cell.device)
     if cell.device == "cpu":  # the CPU model says more than JAX's device kind ("cpu")

@@ -165,8 +165,8 @@ def run(
             sizes = [int(v) for v in _split(n)] or conf["n"]
         except ValueError:
             _fail(f"--n: expected integers, got {n!r}")
-        if seed < 0:
-            _fail(f"--seed: expected an integer >= 0, got {seed}")
+        if not 0 <= seed <= problems.MAX_SEED:
+            _fail(f"--seed: expected an integer from 0 to {problems.MAX_SEED} (2**63 - 1), got {seed}")
         if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
             _fail(f"--timeout: expected a finite number of seconds > 0, got {timeout!r}")
         if repeats is not None and repeats < 1:
@@ -183,15 +183,58 @@ def run(
         cells, skipped = grid.expand(fam_specs, solver_specs, dtypes, devices, sizes, seed,
                                      repeats if repeats is not None else conf["repeats"])
         cells, skipped = limit_loop_sizes(cells, skipped, conf.get("loop_max_n"))
+        if workers is not None and scheduler:
+            _fail("--workers: not with --scheduler (the cluster's workers run the cells)")
+        if workers is not None:
+            from .cluster import check_workers
+
+            check_workers(workers)
+        if scheduler:
+            from .cluster import check_scheduler_address
+
+            check_scheduler_address(scheduler)
+        if resume:
+            cells, skipped, timeout = _resumed_grid(ctx, out, run_id, cells, timeout)
     except BenchError as exc:
         _fail(str(exc))
     if not cells:
         _fail("nothing to run: every combination was skipped: " + "; ".join(f"{a}: {b}" for a, b in skipped))
-    check_problem_params(cells)
-    if workers is not None and scheduler:
-        _fail("--workers: not with --scheduler (the cluster's workers run the cells)")
     _execute(ctx, cells, skipped, out, run_id, resume, timeout if timeout is not None else conf["timeout"],
              scheduler=scheduler, workers=workers, exclusive=exclusive)
+
+
+#: the options of ``run`` that choose its grid (a resumed run keeps the one it recorded)
+GRID_OPTIONS = ("family", "solver", "n", "dtype", "device", "seed", "repeats", "preset")
+
+
+def _resumed_grid(ctx: typer.Context, out: Path, run_id: Optional[str], cells: list,
+                  timeout: Optional[float]) -> tuple[list, list, Optional[float]]:
+    """``(cells, skipped, timeout)`` a ``--resume`` continues: the grid its ``run.json``
+    recorded. Grid options given on the command line must name that same grid
+    (``ProblemError`` naming them otherwise); ``--timeout`` may change, else the recorded one."""
+    import click
+
+    run_dir = rundir.resume_dir(out, run_id)
+    manifest = rundir.read_manifest(run_dir)
+    if not isinstance(manifest.get("cells"), list):
+        raise BenchError(f"--resume: {str(run_dir)!r} has no readable run.json recording its grid; "
+                         "start a new run instead")
+    try:
+        recorded = [grid.Cell.from_dict(d) for d in manifest["cells"]]
+    except (BenchError, KeyError, TypeError, ValueError) as exc:
+        raise BenchError(f"--resume: the grid recorded in {str(run_dir / 'run.json')!r} does not read "
+                         f"({type(exc).__name__}: {exc}); start a new run instead") from None
+    given = [name for name in GRID_OPTIONS  # (by name: typer may bring a click of its own)
+             if getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"]
+    if given and {c.cell_id for c in cells} != {c.cell_id for c in recorded}:
+        options = ", ".join("--" + name for name in given)
+        raise BenchError(f"--resume: {options} name another grid than the one {str(run_dir.name)!r} recorded "
+                         f"({len(recorded)} cells, command: {manifest.get('command', '?')}); give no grid "
+                         "options to continue it as recorded")
+    recorded_timeout = manifest.get("timeout")
+    if timeout is None and isinstance(recorded_timeout, (int, float)):
+        timeout = float(recorded_timeout)
+    return recorded, [tuple(s) for s in manifest.get("skipped", [])], timeout
 
 
 def _dask_client(stack: contextlib.ExitStack, scheduler: Optional[str], workers: Optional[int], cells: list):
@@ -218,30 +261,12 @@ def _dask_client(stack: contextlib.ExitStack, scheduler: Optional[str], workers:
     return client
 
 
-#: a run id is one path component of these characters (never '.' or '..')
-RUN_ID = re.compile(r"^[A-Za-z0-9._-]+$")
-
-
 def check_run_id(run_id: Optional[str]) -> None:
-    """Exit 2 unless ``run_id`` is None or one safe path component (it names a folder under --out)."""
-    if run_id is not None and (not RUN_ID.match(run_id) or run_id in (".", "..")):
-        _fail(f"--run-id: expected one path component of letters, digits, '.', '_' and '-' "
-              f"(not '.' or '..'), got {run_id!r}")
-
-
-def check_problem_params(cells: list) -> None:
-    """Generate one scene of every distinct problem set, so that a bad family value
-    (``mu=-1``, ``stance=XX``) exits 2 naming it before anything is created."""
-    seen = set()
-    for cell in cells:
-        key = (cell.family.name, cell.family.key(), cell.seed)
-        if key in seen:
-            continue
-        seen.add(key)
-        try:
-            problems.generate(cell.family, 1, cell.seed)
-        except Exception as exc:  # noqa: BLE001 - any generator failure is a bad argument here
-            _fail(f"--family {cell.family_label}[kind={cell.kind}]: {type(exc).__name__}: {exc}")
+    """Exit 2 unless ``run_id`` is None or a valid run id (``bench.rundir.check_run_id``)."""
+    try:
+        rundir.check_run_id(run_id)
+    except BenchError as exc:
+        _fail(str(exc))
 
 
 def check_out_writable(out: Path) -> None:
@@ -283,29 +308,45 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
              exclusive: bool = False) -> Path:
     """Run ``cells`` into a run directory under ``out`` on Dask (the cluster at ``scheduler``,
     else an embedded one of ``workers`` processes) with progress output; print the summary."""
+    from . import problemsets
+
     with contextlib.ExitStack() as stack:
-        client = _dask_client(stack, scheduler, workers, cells)  # first: an unreachable --scheduler creates nothing
         check_out_writable(out)
         try:
             run_dir = rundir.open_run_dir(out, run_id, resume)
-        except BenchError as exc:
+            stage = stack.enter_context(rundir.staging_dir(out))
+            with console.status("generating and checking the problem sets ..."):
+                problemsets.prepare(cells, stage, timeout, also_in=[run_dir / "batches"])
+            stack.enter_context(rundir.run_lock(out, run_dir.name))
+            run_dir = rundir.open_run_dir(out, run_dir.name, resume)  # again, now that no other run can start it
+        except BenchError as exc:  # a bad problem set, a run in use: nothing of the run was created
             _fail(str(exc))
-        return _execute_on(ctx, client, not scheduler, cells, skipped, run_dir, out, resume, timeout, exclusive)
+        client = _dask_client(stack, scheduler, workers, cells)  # an unreachable --scheduler creates nothing
+        return _execute_on(ctx, client, not scheduler, cells, skipped, run_dir, out, resume, timeout, exclusive,
+                           stage)
 
 
 def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped: list, run_dir: Path, out: Path,
-                resume: bool, timeout: float, exclusive: bool) -> Path:
-    """``_execute`` once the run directory is chosen and the Dask client connected."""
+                resume: bool, timeout: float, exclusive: bool, stage: Path) -> Path:
+    """``_execute`` once the run directory is chosen, its problem sets generated into
+    ``stage`` and the Dask client connected. A resumed run keeps the command line and start
+    time it recorded first, and lists each resumption under ``resumed``."""
     name = run_dir.name
     command = _command_line(ctx)
+    now = datetime.now(timezone.utc).isoformat()
     try:
+        previous = rundir.read_manifest(run_dir) if resume else {}
         run_dir.mkdir(parents=True, exist_ok=True)
+        rundir.move_batches(stage, run_dir / "batches")
         manifest = {
-            "run_id": name, "command": command, "started": datetime.now(timezone.utc).isoformat(),
-            "cells": [c.to_dict() for c in cells], "skipped": skipped,
+            "run_id": name, "command": command, "started": now,
+            "cells": [c.to_dict() for c in cells], "skipped": skipped, "timeout": timeout,
             "tolerances": DEFAULT_TOLERANCES.as_dict(),
             "engine": {**_engine(client, embedded), "exclusive": exclusive},
         }
+        if previous.get("command"):
+            manifest.update(command=previous["command"], started=previous.get("started", ""),
+                            resumed=[*previous.get("resumed", []), {"command": command, "started": now}])
         rundir.write_manifest(run_dir, manifest)
         rundir.point_latest(out, run_dir)
     except OSError as exc:

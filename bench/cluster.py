@@ -66,18 +66,56 @@ def connect(scheduler: str | None = None, workers: int = 1, resources: dict[str,
     from distributed import Client, LocalCluster
 
     if scheduler:
+        check_scheduler_address(scheduler)
         try:
             with dask.config.set(DASK_CONFIG):
                 return Client(scheduler, timeout=f"{CONNECT_TIMEOUT}s", set_as_default=False), None
         except (OSError, TimeoutError, ValueError) as exc:
             raise ProblemError(f"--scheduler: cannot reach {scheduler!r} within {CONNECT_TIMEOUT:g} s "
                                f"({type(exc).__name__}: {exc})") from None
-    if not isinstance(workers, int) or workers < 1:
-        raise ProblemError(f"--workers: expected an integer >= 1, got {workers!r}")
+    check_workers(workers)
     with dask.config.set(DASK_CONFIG):
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                                resources=resources, silence_logs=logging.ERROR)
         return Client(cluster, set_as_default=False), cluster
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity; ``os.cpu_count()`` elsewhere)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def check_workers(workers) -> int:
+    """``workers`` when it is an integer from 1 to ``usable_cores()`` (each embedded worker
+    runs one cell, on one core: more would only queue cells behind each other's start-up and
+    share cores between timings), else ``ProblemError`` naming ``--workers``."""
+    cores = usable_cores()
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise ProblemError(f"--workers: expected an integer >= 1, got {workers!r}")
+    if workers > cores:
+        raise ProblemError(f"--workers: this machine lets contactbench use {cores} core(s), and each worker "
+                           f"runs one cell on one core; expected at most {cores}, got {workers}")
+    return workers
+
+
+def check_scheduler_address(address: str) -> None:
+    """``ProblemError`` naming ``--scheduler`` unless ``address`` is ``HOST:PORT`` or
+    ``SCHEME://HOST:PORT`` with a scheme Dask speaks (tcp, tls, ws, wss, ucx, inproc): an
+    unknown scheme fails now, not after a connection timeout."""
+    from distributed.comm import registry
+    from distributed.comm.addressing import parse_address
+
+    try:
+        scheme, location = parse_address(address, strict=False)
+    except (TypeError, ValueError) as exc:
+        raise ProblemError(f"--scheduler: expected an address like tcp://HOST:8786, got {address!r} ({exc})") \
+            from None
+    if scheme not in registry.backends or not location:
+        raise ProblemError(f"--scheduler: expected an address like tcp://HOST:8786 with a scheme among "
+                           f"{sorted(registry.backends)}, got {address!r}")
 
 
 def local_resources(cells: list[Cell]) -> dict[str, float] | None:
@@ -174,7 +212,9 @@ def cell_task(cell: Cell, run_id: str, timeout: float, stall: float, expected_ha
         if not saved:  # only a batch whose hash matched is kept for the next cells
             batch.save(work / "batches", batch_name(cell))
         out, log = work / f"{cell.cell_id}.parquet", work / "logs" / f"{cell.cell_id}.log"
-        job = (cell, env, run_id, str(out), str(log), str(cache), str(work / "batches"))
+        from .execute import cell_job
+
+        job = (cell_job, (cell, env, run_id, str(out), str(log), str(cache), str(work / "batches")))
         state, reason = pool.run(job, cell.dtype, timeout, stall)
         if state == "done" and out.exists():
             rows = read_cell(out)

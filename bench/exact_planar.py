@@ -31,7 +31,7 @@ class ExactPlanarAdapter(Adapter):
     CAPABILITIES = Capabilities(lp=True, batched=True, devices=("cpu", "gpu"), dtypes=("float64", "float32"),
                                 structures=("hold-d3-lp1",), general_bounds=False)
     OPTIONS = {
-        "tol": Option(float, None, "non-negativity and separation tolerance (default 1e-9 in float64, 1e-5 in float32)"),
+        "tol": Option(float, None, "non-negativity and separation tolerance (default 1e-9 in float64, 1e-5 in float32)", gt=0),
         "backend": Option(str, "numpy", "numpy, or jax (jitted, on device)", choices=("numpy", "jax")),
         "device": Option(str, None, "JAX device platform for backend=jax; None = JAX's default", choices=("cpu", "gpu")),
         "margin": Option(bool, False, "also compute the signed Euclidean margin (extras['margin']; NaN when off)"),

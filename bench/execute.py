@@ -15,6 +15,7 @@ the worker.)
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import sys
@@ -43,32 +44,44 @@ def _die_with_parent(parent_pid: int) -> None:
 
 
 def _serve(conn, parent_pid: int) -> None:
-    """Worker loop: say ``"ready"``, then receive a job, run its cell with C-level
-    stdout/stderr in the cell's log file, write the cell's parquet, answer ``"ok"``; stop on
-    ``None``. The worker dies with its parent and never writes once the parent is gone."""
+    """Worker loop: say ``"ready"``, then receive a job ``(function, args)``, call
+    ``function(*args, parent_pid=parent_pid)`` and answer ``"ok"`` or ``"error: <type>:
+    <text>"``; stop on ``None``. The worker dies with its parent, and a job never writes once
+    the parent is gone (``exit_if_orphaned``)."""
     _die_with_parent(parent_pid)
     conn.send("ready")
     while True:
         job = conn.recv()
         if job is None:
             return
-        cell, env, run_id, out, log, cache, batches = job
-        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        os.close(fd)
+        function, args = job
         try:
-            rows = solve_cell(cell, env, run_id, Path(cache) if cache else None, Path(batches))
-            if os.getppid() != parent_pid:
-                os._exit(0)  # orphaned: the run is over, nothing may be written
-            write_cell(rows, Path(out))
+            function(*args, parent_pid=parent_pid)
             answer = "ok"
-        except Exception:  # the parent records it as a crashed cell with the log tail
+        except Exception as exc:  # the parent records it with the log tail
             traceback.print_exc()
-            answer = "error"
+            answer = f"error: {type(exc).__name__}: {exc}"
         sys.stdout.flush()
         sys.stderr.flush()
         conn.send(answer)
+
+
+def exit_if_orphaned(parent_pid: int) -> None:
+    """End this worker at once (nothing written) when its parent is gone: the run is over."""
+    if os.getppid() != parent_pid:
+        os._exit(0)
+
+
+def cell_job(cell, env, run_id, out, log, cache, batches, *, parent_pid: int) -> None:
+    """A worker's cell job: run the cell with C-level stdout/stderr in the file ``log`` and
+    write its parquet to ``out`` (see ``bench.cell.solve_cell``)."""
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    rows = solve_cell(cell, env, run_id, Path(cache) if cache else None, Path(batches))
+    exit_if_orphaned(parent_pid)
+    write_cell(rows, Path(out))
 
 
 #: XLA flag given to worker processes: XLA's multi-threaded Eigen pool on CPU intermittently
@@ -93,6 +106,24 @@ def worker_xla_flags(current: str | None) -> str:
     return f"{current} {WORKER_XLA_FLAG}".strip()
 
 
+@contextlib.contextmanager
+def _children_allowed():
+    """Let this process start a worker even when it is itself a daemonic process (a Dask
+    worker started the standard way, ``dask worker ADDR``, runs its tasks in one).
+    ``multiprocessing`` refuses children of daemonic processes because they would be left
+    behind when their parent is killed; ours are not: each asks the kernel to kill it when
+    its parent thread dies (``PR_SET_PDEATHSIG``, ``_die_with_parent``)."""
+    me = mp.current_process()
+    daemonic = me._config.get("daemon", False)
+    if daemonic:
+        me._config["daemon"] = False
+    try:
+        yield
+    finally:
+        if daemonic:
+            me._config["daemon"] = True
+
+
 class _Worker:
     """One reusable worker process (see module docstring); ``run`` returns (state, reason)."""
 
@@ -103,7 +134,8 @@ class _Worker:
         saved = os.environ.get("XLA_FLAGS")
         os.environ["XLA_FLAGS"] = worker_xla_flags(saved)  # inherited by the spawned worker
         try:
-            self.proc.start()
+            with _children_allowed():
+                self.proc.start()
         finally:
             if saved is None:
                 os.environ.pop("XLA_FLAGS", None)
@@ -147,7 +179,9 @@ class _Worker:
         except (EOFError, OSError, BrokenPipeError):
             self.proc.join(5)
             return "crashed", f"worker exited with code {self.proc.exitcode} without results"
-        return ("done", "") if answer == "ok" else ("crashed", "worker raised outside the solver")
+        if answer == "ok":
+            return "done", ""
+        return "crashed", f"worker raised outside the solver: {str(answer).removeprefix('error: ')}"
 
     @property
     def alive(self) -> bool:

@@ -20,7 +20,7 @@ def _core_ms(cells, cache: Path, folder: Path) -> float:
     """Milliseconds per cell through a bare ``LocalPool`` (the first cell warms it up)."""
     from .cell import batch_name, saved_or_new_batch
     from .env import host_environment
-    from .execute import LocalPool
+    from .execute import LocalPool, cell_job
     from .reference import reference
 
     def one(pool, cell, where: Path) -> None:
@@ -29,8 +29,8 @@ def _core_ms(cells, cache: Path, folder: Path) -> float:
             batch.save(where / "batches", batch_name(cell))
         reference(batch, cache_dir=cache)
         (where / "logs").mkdir(parents=True, exist_ok=True)
-        job = (cell, host_environment(), "core", str(where / f"{cell.cell_id}.parquet"),
-               str(where / "logs" / f"{cell.cell_id}.log"), str(cache), str(where / "batches"))
+        job = (cell_job, (cell, host_environment(), "core", str(where / f"{cell.cell_id}.parquet"),
+                          str(where / "logs" / f"{cell.cell_id}.log"), str(cache), str(where / "batches")))
         pool.run(job, cell.dtype, 60.0)
 
     with LocalPool() as pool:

@@ -16,10 +16,12 @@ Rules this module enforces (issue 12, "nothing lost, nothing deleted"):
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import warnings
@@ -232,6 +234,39 @@ def replace_output_dir(target: Path | str, build: Callable[[Path], T], inputs: l
 
 
 # ------------------------------------------------------------------ run directories
+#: a run id is one path component of these characters (never '.' or '..')
+RUN_ID = re.compile(r"^[A-Za-z0-9._-]+$")
+#: longest run id (a file system takes 255 bytes per name; cell files add their own suffixes)
+RUN_ID_MAX = 100
+#: the name of the link to the newest run: never a run id
+LATEST = "latest"
+
+
+def check_run_id(run_id: str | None) -> None:
+    """``ProblemError`` naming ``--run-id`` unless ``run_id`` is None or one safe path
+    component: letters, digits, '.', '_' and '-', at most ``RUN_ID_MAX`` characters, not
+    '.', '..' or the reserved ``latest``."""
+    if run_id is None:
+        return
+    if not isinstance(run_id, str) or not RUN_ID.match(run_id) or run_id in (".", ".."):
+        raise ProblemError(f"--run-id: expected one path component of letters, digits, '.', '_' and '-' "
+                           f"(not '.' or '..'), got {run_id!r}")
+    if len(run_id) > RUN_ID_MAX:
+        raise ProblemError(f"--run-id: expected at most {RUN_ID_MAX} characters, got {len(run_id)}")
+    if run_id == LATEST:
+        raise ProblemError(f"--run-id: {LATEST!r} is reserved (it links to the newest run); choose another name")
+
+
+def resume_dir(out: Path, run_id: str | None) -> Path:
+    """The run directory ``--resume`` continues: ``out/<run_id>``, or the one ``out/latest``
+    links to; ``ProblemError`` when there is none."""
+    check_run_id(run_id)
+    run_dir = Path(out) / run_id if run_id else (Path(out) / LATEST).resolve()
+    if not run_dir.is_dir() or run_dir.name == LATEST:
+        raise ProblemError(f"--resume: no run directory {str(run_dir)!r} to resume")
+    return run_dir
+
+
 def open_run_dir(out: Path, run_id: str | None, resume: bool) -> Path:
     """The run directory a run writes to: ``out/<run_id>`` (default id: a UTC timestamp), or
     with ``resume`` the one named by ``run_id`` (default: ``out/latest``). ``ProblemError``
@@ -239,15 +274,78 @@ def open_run_dir(out: Path, run_id: str | None, resume: bool) -> Path:
     holds results (finished cells are never overwritten: ``--resume`` continues them)."""
     from datetime import datetime, timezone
 
+    check_run_id(run_id)
     if resume:
-        run_dir = out / run_id if run_id else (out / "latest").resolve()
-        if not run_dir.is_dir():
-            raise ProblemError(f"--resume: no run directory {str(run_dir)!r} to resume")
-        return run_dir
+        return resume_dir(out, run_id)
     run_dir = out / (run_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
-    if run_dir.exists() and any(run_dir.glob("*.parquet")):
-        raise ProblemError(f"--run-id: {str(run_dir)!r} already holds results; pass --resume to continue it")
+    if run_dir.is_symlink():
+        raise ProblemError(f"--run-id: {str(run_dir)!r} is a link; choose another name")
+    if run_dir.exists() and (any(run_dir.glob("*.parquet")) or (run_dir / "run.json").exists()):
+        raise ProblemError(f"--run-id: {str(run_dir)!r} already holds a run; pass --resume to continue it")
     return run_dir
+
+
+@contextlib.contextmanager
+def run_lock(out: Path, name: str):
+    """Hold the lock of run ``name`` under ``out`` while the block runs: an advisory
+    ``flock`` on the hidden file ``out/.<name>.lock`` (holding the owner's pid), released
+    when the process ends, however it ends, and the file removed on leaving the block.
+    ``ProblemError`` naming ``--run-id`` when another process holds it: two runs never write
+    one run directory at once. (A lock taken on a file another process has just removed is
+    dropped and taken again on the new file.)"""
+    import fcntl
+
+    path = Path(out) / f".{name}.lock"
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise ProblemError(f"--run-id: run {name!r} is being written by another contactbench process "
+                               f"(pid {holder}); wait for it to end, or choose another --run-id") from None
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # its holder removed the file as we locked it: lock the new one
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        os.close(fd)  # releases the lock
+
+
+@contextlib.contextmanager
+def staging_dir(out: Path):
+    """A new hidden folder under ``out`` for what a run makes before its run directory
+    exists (its problem sets); removed with what is left in it when the block ends."""
+    path = Path(tempfile.mkdtemp(prefix=".staging-", suffix=".tmp", dir=out))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def move_batches(stage: Path, folder: Path) -> None:
+    """Move the saved batches of ``stage`` into ``folder`` (same file system: renames), each
+    batch's ``.json`` last, as it marks a complete batch."""
+    stage, folder = Path(stage), Path(folder)
+    names = sorted(stage.glob("*.json"))
+    folder.mkdir(parents=True, exist_ok=True)
+    for meta in names:
+        for ext in ("npz", "parquet", "json"):
+            part = meta.with_suffix(f".{ext}")
+            if part.exists():
+                os.replace(part, folder / part.name)
+    with contextlib.suppress(OSError):
+        stage.rmdir()  # empty now: nothing is left behind should the run be killed
 
 
 def write_manifest(run_dir: Path, data: dict) -> None:

@@ -23,7 +23,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .cell import CellResult, batch_name, failed_rows, saved_or_new_batch
+from problems import ProblemBatch
+from solvers.errors import ProblemError
+
+from .cell import CellResult, batch_name, failed_rows
 from .env import host_environment
 from .grid import Cell
 from .rundir import cell_finished, read_cell, write_bytes_atomic, write_cell
@@ -50,6 +53,10 @@ def run_cells(cells: list[Cell], run_dir: Path, run_id: str, *, timeout: float =
     so that ``resume`` runs it."""
     from . import cluster, execute
 
+    if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and 0 < timeout < float("inf")):
+        raise ProblemError(f"timeout: expected a finite number of seconds > 0, got {timeout!r}")
+    if stall_seconds is not None and not (isinstance(stall_seconds, (int, float)) and stall_seconds > 0):
+        raise ProblemError(f"stall_seconds: expected a number of seconds > 0, got {stall_seconds!r}")
     stall = execute.STALL_SECONDS if stall_seconds is None else float(stall_seconds)
     with contextlib.ExitStack() as stack:
         if client is None:
@@ -65,8 +72,12 @@ def _run_on(client, cells: list[Cell], run_dir: Path, run_id: str, *, timeout: f
 
     from . import cluster
 
+    from . import problemsets
+
+    pending = [c for c in cells if not (resume and cell_finished(run_dir / f"{c.cell_id}.parquet"))]
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "logs").mkdir(exist_ok=True)
+    problemsets.prepare(pending, run_dir / "batches", timeout)  # isolated, checked; the CLI did it already
     env = host_environment()
     results: dict[int, CellResult] = {}
     batches: dict[tuple, list] = {}  # problem key -> [batch, content hash, reference rows, reference answers]
@@ -79,10 +90,7 @@ def _run_on(client, cells: list[Cell], run_dir: Path, run_id: str, *, timeout: f
                 on_done(results[i])
             continue
         if cell.problem_key not in batches:
-            folder = run_dir / "batches"
-            batch, saved = saved_or_new_batch(cell, folder)
-            if not saved:
-                batch.save(folder, batch_name(cell))
+            batch = ProblemBatch.load(run_dir / "batches", batch_name(cell))
             batches[cell.problem_key] = [batch, batch.content_hash(), None, None]
         todo.append(i)
     no_gpu = cluster.no_gpu_reason(client) if any(cells[i].device == "gpu" for i in todo) else None

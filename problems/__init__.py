@@ -8,13 +8,13 @@ built-in ones included: see ``problems.family``); ``problems.kinds`` holds the k
 from __future__ import annotations
 
 from .batch import ProblemBatch, hold_batch
-from .family import (Family, FamilySpec, Param, broken_families, families, generate, refresh_families,
+from .family import (MAX_SEED, Family, FamilySpec, Param, broken_families, families, generate, refresh_families,
                      register_family)
 from .hold import EXIT_CAP, LP, HoldScene, Limits, exit_lp, lp1, margin_directions
 from .kinds import Kind, get_kind, register_kind
 
 __all__ = [
-    "EXIT_CAP", "LP", "Family", "FamilySpec", "HoldScene", "Kind", "Limits", "Param", "ProblemBatch",
+    "EXIT_CAP", "LP", "MAX_SEED", "Family", "FamilySpec", "HoldScene", "Kind", "Limits", "Param", "ProblemBatch",
     "broken_families", "exit_lp", "families", "generate", "get_kind", "hold_batch", "lp1",
     "margin_directions", "refresh_families", "register_family", "register_kind",
 ]

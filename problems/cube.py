@@ -29,6 +29,7 @@ import pandas as pd
 
 from solvers.errors import ProblemError
 
+from . import params as valid
 from .family import Family, Param
 
 from . import contacts as geometry
@@ -184,16 +185,21 @@ FAMILY = Family(
     "pyramids, random friction and push; d=6, up to 128 generators",
     sample, AXES, kinds=("lp1", "exit"),
     params=(
-        Param("contacts", "(min, max)", (1, 4), "number of contacts per scene"),
-        Param("mu", "(low, high)", (0.2, 1.0), "per-contact friction coefficient range"),
+        Param("contacts", "(min, max) integers, 1 <= min <= max <= 4", (1, 4), "number of contacts per scene",
+              valid.interval(ge=1, le=4, whole=True)),
+        Param("mu", "(low, high), 0 < low <= high", (0.2, 1.0), "per-contact friction coefficient range",
+              valid.interval(gt=0)),
         Param("push", "6 half-widths", (0.3, 0.3, 0.3, 0.2, 0.2, 0.2),
-              "half-widths of the uniform external wrench (f: m*g, tau: m*g*l)"),
-        Param("kinds", "subset of ('face', 'edge', 'point')", KINDS, "contact kinds drawn from"),
-        Param("edges", "int >= 3", 8, "edges of each inner friction pyramid"),
-        Param("inner", "bool", True, "inner (conservative) pyramids; False: outer"),
-        Param("limits", "bool", False, "give every contact a normal-force limit"),
-        Param("fmax", "(low, high)", (0.3, 1.5), "range of the normal-force limits, m*g"),
-        Param("mass", "(low, high) or None", None, "robust test: mass range, one LP per corner"),
-        Param("com", "3 half-widths or None", None, "robust test: centre-of-mass box half-widths, l"),
+              "half-widths of the uniform external wrench (f: m*g, tau: m*g*l)", valid.widths(6)),
+        Param("kinds", "subset of ('face', 'edge', 'point')", KINDS, "contact kinds drawn from", valid.subset(KINDS)),
+        Param("edges", "int >= 3", 8, "edges of each inner friction pyramid", valid.integer(ge=3, le=64)),
+        Param("inner", "bool", True, "inner (conservative) pyramids; False: outer", valid.boolean),
+        Param("limits", "bool", False, "give every contact a normal-force limit", valid.boolean),
+        Param("fmax", "(low, high), 0 < low <= high", (0.3, 1.5), "range of the normal-force limits, m*g",
+              valid.interval(gt=0)),
+        Param("mass", "(low, high), 0 < low <= high, or None", None, "robust test: mass range, one LP per corner",
+              valid.optional(valid.interval(gt=0))),
+        Param("com", "3 half-widths or None", None, "robust test: centre-of-mass box half-widths, l",
+              valid.optional(valid.widths(3))),
     ),
 )

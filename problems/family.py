@@ -30,6 +30,10 @@ from .batch import ProblemBatch
 from .kinds import get_kind
 
 ENTRY_POINT_GROUP = "contactbench.problems"
+#: the largest seed (results store it as a 64-bit signed integer)
+MAX_SEED = 2**63 - 1
+#: deepest nesting of brackets a family value may have
+MAX_VALUE_DEPTH = 20
 PLUGINS_ENV = "CONTACTBENCH_FAMILY_PLUGINS"
 
 
@@ -42,6 +46,9 @@ class Param:
     type: str
     default: Any
     doc: str
+    #: the value check (``problems.params``): returns the value, normalised, or raises
+    #: ``ValueError``; None accepts anything (the sampler checks it)
+    check: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -142,9 +149,17 @@ class FamilySpec:
         if unknown:
             raise ProblemError(f"params: family {name!r} does not take {unknown}; it takes {sorted(fam.parameters())}")
         kind = params.get("kind", fam.default_kind)
-        if kind not in fam.kinds:
+        if not isinstance(kind, str) or kind not in fam.kinds:
             raise ProblemError(f"kind: family {name!r} generates {list(fam.kinds)}, got {kind!r}")
-        return cls(name, {**params, "kind": kind})
+        checked = dict(params)
+        for p in fam.params:
+            if p.name in checked and p.check is not None:
+                try:
+                    checked[p.name] = p.check(checked[p.name])
+                except (ValueError, TypeError, OverflowError):
+                    raise ProblemError(f"family {name!r}: parameter {p.name!r}: expected {p.type}, "
+                                       f"got {checked[p.name]!r}") from None
+        return cls(name, {**checked, "kind": kind})
 
     @classmethod
     def parse(cls, spec: "str | FamilySpec") -> "FamilySpec":
@@ -164,10 +179,20 @@ class FamilySpec:
 
 
 def _literal(value: str) -> Any:
-    """Parse a spec value: Python literal when it is one ('0.5', '(0.1, 0.8)', 'True'), else str."""
+    """Parse a spec value: Python literal when it is one ('0.5', '(0.1, 0.8)', 'True'), else str.
+
+    ``ProblemError`` for a value nested deeper than ``MAX_VALUE_DEPTH`` brackets (Python's
+    parser would run out of stack on one nested thousands deep)."""
+    depth = deepest = 0
+    for ch in value:
+        depth += 1 if ch in "([{" else -1 if ch in ")]}" else 0
+        deepest = max(deepest, depth)
+    if deepest > MAX_VALUE_DEPTH:
+        raise ProblemError(f"family spec: a value is nested {deepest} brackets deep; expected at most "
+                           f"{MAX_VALUE_DEPTH}")
     try:
         return ast.literal_eval(value)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return value
 
 
@@ -250,8 +275,8 @@ def generate(family: "str | FamilySpec", n: int, seed: int = 0, **params: Any) -
     spec = family if isinstance(family, FamilySpec) else FamilySpec.of(family, **params)
     if isinstance(family, FamilySpec) and params:
         raise ProblemError("params: give them in the FamilySpec, not as keywords")
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise ProblemError(f"seed: expected an integer, got {seed!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
+        raise ProblemError(f"seed: expected an integer from 0 to {MAX_SEED} (2**63 - 1), got {seed!r}")
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ProblemError(f"n: expected a positive integer, got {n!r}")
     fam = spec.family

@@ -6,8 +6,14 @@ are empty, a missing ``lb`` is zeros). A file holds one problem (``c`` of shape 
 batch (``c`` (B, n), every other array with the batch axis first, but ``cones`` (K, 3),
 shared). Every problem of a directory must have the same shapes. Files are read in name
 order (problems of a batch file in their order), so a run is reproducible; the first ``n``
-problems are taken (``seed`` is recorded, not used). ``meta`` records the file and the
+problems are taken (``seed`` is recorded, not used: results name a case by its content
+hash, so runs with other seeds hold the same cases). ``meta`` records the file and the
 index in it.
+
+Only regular files are read (a FIFO or device named ``*.npz`` is refused, never opened),
+and the arrays' decompressed size, read from their headers before any is loaded, may not
+pass ``max_mb`` megabytes for the folder (a small compressed file can hold gigabytes of
+zeros). The ``path`` is made absolute when the spec is parsed.
 
 The kind says what the problems are and must match the files: ``lp`` (no ``P``, no cones),
 ``qp`` (no cones) or ``socp`` (cones). A malformed file is refused with a ``ProblemError``
@@ -18,6 +24,8 @@ with contactbench (``problems/data/files-example/<kind>``, written by
 
 from __future__ import annotations
 
+import stat
+import zipfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -27,11 +35,49 @@ import pandas as pd
 from solvers.errors import ProblemError
 from solvers.types import check_standard_form
 
+from . import params as valid
 from .family import Family, Param
 
 #: the example problems shipped with the package, one folder per kind.
 EXAMPLE_DIR = Path(__file__).resolve().parent / "data" / "files-example"
 ARRAYS = ("c", "A_eq", "b_eq", "A_ub", "b_ub", "P", "lb", "cones", "cone_mu")
+#: default limit on the decompressed size of a folder's arrays, in megabytes (``max_mb``)
+MAX_MB = 512
+
+
+def _check_regular(file: Path) -> None:
+    """``ProblemError`` naming ``file`` unless it is a regular file (after symlinks): reading
+    a FIFO would wait for a writer for ever, a device would never end."""
+    try:
+        mode = file.stat().st_mode
+    except OSError as exc:
+        raise ProblemError(f"{file}: cannot be read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(mode):
+        what = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a folder" if stat.S_ISDIR(mode)
+                else "not a regular file")
+        raise ProblemError(f"{file}: is {what}, not a regular .npz file; only regular files are read")
+
+
+def decompressed_bytes(file: Path) -> int:
+    """The bytes the arrays of ``file`` (an ``.npz``) take once loaded, from each member's
+    ``.npy`` header alone (nothing is decompressed past the headers). ``ProblemError`` for
+    a file that is not a zip of ``.npy`` members."""
+    total = 0
+    try:
+        with zipfile.ZipFile(file) as archive:
+            for member in archive.namelist():
+                with archive.open(member) as fh:
+                    version = np.lib.format.read_magic(fh)
+                    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                                   else np.lib.format.read_array_header_2_0)
+                    shape, _fortran, dtype = read_header(fh)
+                    total += int(np.prod(shape, dtype=object)) * dtype.itemsize
+    except ProblemError:
+        raise
+    except Exception as exc:  # not a zip, a member that is no .npy
+        raise ProblemError(f"{file}: not a readable .npz of arrays ({type(exc).__name__}: {exc})") from None
+    return total
 
 
 def _read(file: Path) -> list[dict[str, np.ndarray]]:
@@ -89,17 +135,24 @@ def _problem(file: Path, index: int, arrays: dict[str, np.ndarray], kind: str) -
                            cones=std.cones if std.n_cones else None, cone_mu=std.cone_mu if std.n_cones else None)
 
 
-def sample(n: int, seed: int, *, path: str | None = None, kind: str = "lp"):
+def sample(n: int, seed: int, *, path: str | None = None, kind: str = "lp", max_mb: float = MAX_MB):
     """The first ``n`` problems of the directory ``path`` (see module docstring) and their
-    meta rows (``file``, ``index``: -1 for a one-problem file), checked against ``kind``."""
+    meta rows (``file``, ``index``: -1 for a one-problem file), checked against ``kind``;
+    ``ProblemError`` once the arrays read would pass ``max_mb`` megabytes decompressed."""
     folder = Path(path) if path is not None else EXAMPLE_DIR / kind
     if not folder.is_dir():
         raise ProblemError(f"path: expected a directory of .npz problems, got {str(folder)!r}")
     files = sorted(folder.glob("*.npz"))
     if not files:
         raise ProblemError(f"path: {str(folder)!r} holds no .npz files")
-    items, meta, shapes, first = [], [], None, ""
+    items, meta, shapes, first, loaded = [], [], None, "", 0
     for file in files:
+        _check_regular(file)
+        loaded += decompressed_bytes(file)
+        if loaded > max_mb * 1e6:
+            raise ProblemError(f"{file}: the arrays read so far take {loaded / 1e6:,.0f} MB decompressed, more than "
+                               f"max_mb={max_mb:g}; raise it (files[max_mb=...]) if the folder is meant to be "
+                               "this large")
         batch = _read(file)
         for i, arrays in enumerate(batch):
             index = int(arrays.pop("_index", -1))
@@ -122,7 +175,8 @@ class FilesFamily(Family):
     """``files``: the reader is told the kind, and checks the files against it."""
 
     def items(self, n: int, seed: int, params: dict):
-        return self.sample(n, seed, path=params.get("path"), kind=params.get("kind", self.default_kind))
+        return self.sample(n, seed, path=params.get("path"), kind=params.get("kind", self.default_kind),
+                           max_mb=params.get("max_mb", MAX_MB))
 
 
 FAMILY = FilesFamily(
@@ -131,5 +185,8 @@ FAMILY = FilesFamily(
     "array names as in solvers.types; default: the shipped example folder for the kind",
     sample, (), kinds=("lp", "qp", "socp"),
     params=(Param("path", "directory or None", None,
-                  "folder of .npz problems; None: problems/data/files-example/<kind>"),),
+                  "folder of .npz problems (made absolute); None: problems/data/files-example/<kind>",
+                  valid.optional(valid.directory)),
+            Param("max_mb", "number > 0", MAX_MB, "largest decompressed size of the arrays read, MB",
+                  valid.number(gt=0))),
 )

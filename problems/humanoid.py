@@ -40,6 +40,7 @@ import pandas as pd
 
 from solvers.errors import ProblemError
 
+from . import params as valid
 from .family import Family, Param
 
 from .quadruped import QP
@@ -206,11 +207,12 @@ FAMILY = Family(
     sample, ("f_x", "f_y", "f_z", "tau_x", "tau_y", "tau_z"), kinds=("qp",), structures={"qp": "humanoid-qp"},
     unavailable=model_reason,
     params=(
-        Param("support", "double, left or right", "double", "feet in contact (the whole batch)"),
-        Param("spread", "float", 0.1, "standard deviation of the joint offsets, rad"),
-        Param("eps", "float", 1e-4, "weight of |f|^2 in the objective"),
-        Param("mu", "float", 0.7, "friction coefficient of the pyramids"),
-        Param("friction", "bool", False, "add friction pyramids"),
-        Param("torque_limits", "bool", False, "add the robot's joint torque limits"),
+        Param("support", "double, left or right", "double", "feet in contact (the whole batch)",
+              valid.one_of("double", "left", "right")),
+        Param("spread", "float >= 0", 0.1, "standard deviation of the joint offsets, rad", valid.number(ge=0)),
+        Param("eps", "float > 0", 1e-4, "weight of |f|^2 in the objective", valid.number(gt=0)),
+        Param("mu", "float > 0", 0.7, "friction coefficient of the pyramids", valid.number(gt=0)),
+        Param("friction", "bool", False, "add friction pyramids", valid.boolean),
+        Param("torque_limits", "bool", False, "add the robot's joint torque limits", valid.boolean),
     ),
 )

@@ -27,6 +27,7 @@ import pandas as pd
 
 from solvers.errors import ProblemError
 
+from . import params as valid
 from .family import Family, Param
 
 from . import cube, planar_box, planar_exact
@@ -173,13 +174,17 @@ FAMILY = NearBoundaryFamily(
     "(planar-box: disk height; cube-3d: push magnitude); meta has the signed distance",
     sample, planar_box.AXES, kinds=("lp1", "exit"),
     params=(
-        Param("base", "planar-box or cube-3d", "planar-box", "the family whose boundary is sampled"),
+        Param("base", "planar-box or cube-3d", "planar-box", "the family whose boundary is sampled",
+              valid.one_of("planar-box", "cube-3d")),
         Param("eps", "float or None", None, "half-width around the boundary (planar: l, default 0.04; "
-              "cube: m*g, default 0.01)"),
-        Param("mu", "(low, high)", (0.1, 0.8), "planar: corner friction range"),
-        Param("tilt", "(low, high)", (-0.3, 0.3), "planar: floor tilt range, rad"),
-        Param("push", "(f_x, f_z, tau_y/l)", (0.2, 0.2, 0.3), "planar: push half-widths"),
-        Param("disk_mu", "(low, high)", (0.1, 0.8), "planar: disk friction range"),
-        Param("cube_params", "dict or None", None, "cube: parameters passed to cube-3d's sampler"),
+              "cube: m*g, default 0.01)", valid.optional(valid.number(gt=0))),
+        Param("mu", "(low, high), 0 < low <= high", (0.1, 0.8), "planar: corner friction range", valid.interval(gt=0)),
+        Param("tilt", "(low, high) in [-1.5, 1.5]", (-0.3, 0.3), "planar: floor tilt range, rad",
+              valid.interval(ge=-1.5, le=1.5)),
+        Param("push", "(f_x, f_z, tau_y/l) half-widths", (0.2, 0.2, 0.3), "planar: push half-widths", valid.widths(3)),
+        Param("disk_mu", "(low, high), 0 < low <= high", (0.1, 0.8), "planar: disk friction range",
+              valid.interval(gt=0)),
+        Param("cube_params", "dict or None", None, "cube: parameters passed to cube-3d's sampler",
+              valid.optional(valid.mapping)),
     ),
 )

@@ -26,6 +26,7 @@ import pandas as pd
 
 from solvers.errors import ProblemError
 
+from . import params as valid
 from .family import Family, Param
 
 from .hold import HoldScene, Limits, with_need
@@ -176,13 +177,20 @@ FAMILY = Family(
     "optional disk with a force limit; d=3",
     sample, AXES, kinds=("lp1", "exit"),
     params=(
-        Param("mu", "(low, high)", (0.1, 0.8), "friction coefficient range at the corners (and the disk)"),
-        Param("tilt", "(low, high)", (-0.4, 0.4), "range of the floor tilt, rad"),
-        Param("push", "(f_x, f_z, tau_y/l)", (0.3, 0.3, 0.5), "half-widths of the uniform push, m*g and m*g*l"),
-        Param("drop", "float in [0, 1]", 0.3, "probability that one corner (A or B) loses contact"),
-        Param("disk", "bool", False, "add a disk on the left face at a uniform height in [-1, 1] l"),
-        Param("disk_fmax", "(low, high)", (0.1, 1.0), "range of the disk's normal-force limit, m*g"),
-        Param("mass", "(low, high) or None", None, "robust test: mass range, one LP per corner of the box"),
-        Param("com", "(c_x, c_z) or None", None, "robust test: half-widths of the centre-of-mass box, l"),
+        Param("mu", "(low, high), 0 < low <= high", (0.1, 0.8), "friction coefficient range at the corners (and the disk)",
+              valid.interval(gt=0)),
+        Param("tilt", "(low, high) in [-1.5, 1.5]", (-0.4, 0.4), "range of the floor tilt, rad",
+              valid.interval(ge=-1.5, le=1.5)),
+        Param("push", "(f_x, f_z, tau_y/l) half-widths", (0.3, 0.3, 0.5), "half-widths of the uniform push, m*g and m*g*l",
+              valid.widths(3)),
+        Param("drop", "float in [0, 1]", 0.3, "probability that one corner (A or B) loses contact",
+              valid.number(ge=0, le=1)),
+        Param("disk", "bool", False, "add a disk on the left face at a uniform height in [-1, 1] l", valid.boolean),
+        Param("disk_fmax", "(low, high), 0 < low <= high", (0.1, 1.0), "range of the disk's normal-force limit, m*g",
+              valid.interval(gt=0)),
+        Param("mass", "(low, high), 0 < low <= high, or None", None, "robust test: mass range, one LP per corner of the box",
+              valid.optional(valid.interval(gt=0))),
+        Param("com", "(c_x, c_z) half-widths or None", None, "robust test: half-widths of the centre-of-mass box, l",
+              valid.optional(valid.widths(2))),
     ),
 )

@@ -43,6 +43,7 @@ import pandas as pd
 
 from solvers.errors import ProblemError
 
+from . import params as valid
 from .family import Family, Param
 
 from . import contacts
@@ -195,6 +196,18 @@ def _consistent_torque(stance: tuple[str, ...], push, torque, weight: float, hei
     return np.array([M[0], M[2]])
 
 
+def _check_stance(value):
+    """``Param`` check of ``stance``: 'random' or a stance ``parse_stance`` reads (ValueError otherwise)."""
+    if not isinstance(value, str):
+        raise ValueError
+    if value != "random":
+        try:
+            parse_stance(value)
+        except ProblemError:
+            raise ValueError from None
+    return value
+
+
 def sample(n: int, seed: int, stance: str = "random", edges: int = 4,
            mu=(0.3, 1.0), weight=(60.0, 140.0), push: float = 0.6, torque: float = 0.04,
            height: float = HEIGHT) -> tuple[list[QuadrupedScene], pd.DataFrame]:
@@ -248,12 +261,16 @@ FAMILY = Family(
     sample, contacts.AXES, kinds=("qp", "socp", "lp1"), build=build,
     structures={"qp": "quadruped-qp", "socp": "force-socp"},
     params=(
-        Param("stance", "one of the 11 stances or 'random'", "random", "feet in contact, e.g. 'FL,FR,BL,BR'"),
-        Param("edges", "int >= 3", 4, "edges of each foot's friction pyramid (qp, lp1)"),
-        Param("mu", "(low, high)", (0.3, 1.0), "friction coefficient range"),
-        Param("weight", "(low, high)", (60.0, 140.0), "body weight range, N"),
-        Param("push", "float", 0.6, "push components uniform in +-push * mu * weight, N"),
-        Param("torque", "float", 0.04, "roll and pitch torque uniform in +-torque * weight, N m"),
-        Param("height", "float", HEIGHT, "hip height, m"),
+        Param("stance", "one of the 11 stances or 'random'", "random", "feet in contact, e.g. 'FL,FR,BL,BR'",
+              _check_stance),
+        Param("edges", "int >= 3", 4, "edges of each foot's friction pyramid (qp, lp1)", valid.integer(ge=3, le=64)),
+        Param("mu", "(low, high), 0 < low <= high, or one number > 0", (0.3, 1.0), "friction coefficient range",
+              valid.either(valid.interval(gt=0), valid.number(gt=0))),
+        Param("weight", "(low, high), 0 < low <= high, or one number > 0", (60.0, 140.0), "body weight range, N",
+              valid.either(valid.interval(gt=0), valid.number(gt=0))),
+        Param("push", "float >= 0", 0.6, "push components uniform in +-push * mu * weight, N", valid.number(ge=0)),
+        Param("torque", "float >= 0", 0.04, "roll and pitch torque uniform in +-torque * weight, N m",
+              valid.number(ge=0)),
+        Param("height", "float > 0", HEIGHT, "hip height, m", valid.number(gt=0)),
     ),
 )

@@ -146,7 +146,7 @@ class JaxBatchedAdapter:
         """The ``chunk`` option: solve the batch in vmapped pieces of at most this many cases."""
         from .base import Option
 
-        return Option(int, default, "cases per vmapped piece (0 = the whole batch at once)")
+        return Option(int, default, "cases per vmapped piece (0 = the whole batch at once)", ge=0)
 
     def run(self, prepared):
         """Solve the batch; with a ``chunk`` setting > 0, in pieces of ``chunk`` cases (the last

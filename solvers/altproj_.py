@@ -99,9 +99,9 @@ class AltProjAdapter(_jax.JaxBatchedAdapter, Adapter):
     OPTIONS = {
         "method": Option(str, "ap", "ap: plain alternating projections (a feasible point); "
                                     "dykstra: converges to the min-norm optimum", choices=("ap", "dykstra")),
-        "max_iter": Option(int, 1000, "iteration cap (one affine + one cone projection each)"),
+        "max_iter": Option(int, 1000, "iteration cap (one affine + one cone projection each)", ge=1),
         "tol": Option(float, None, "cone-utilisation slack, and Dykstra's step tolerance relative to the "
-                                   "wrench (default 1e-6 float64, 1e-5 float32: within the verifier's 1e-5)"),
+                                   "wrench (default 1e-6 float64, 1e-5 float32: within the verifier's 1e-5)", gt=0),
         "device": _jax.JaxBatchedAdapter.device_option(),
     }
     SETTINGS = {"default": {}, "dykstra": {"method": "dykstra"}}

@@ -25,6 +25,7 @@ Loop adapters (one native call per case) implement ``solve_one`` and inherit the
 from __future__ import annotations
 
 import importlib
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar
 
@@ -37,13 +38,42 @@ class Option:
     """One setting an adapter accepts.
 
     ``default`` None means "not passed: the solver's own default applies".
-    ``choices`` restricts str options.
+    ``choices`` restricts str options. Numeric options declare their valid range: ``ge``
+    (value >= ge), ``gt`` (value > gt), ``le`` (value <= le); ``special`` lists values
+    accepted outside it (``-1`` for "automatic"). A float must be finite.
     """
 
     type: type
     default: Any
     help: str
     choices: tuple[Any, ...] | None = None
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    special: tuple[Any, ...] = ()
+
+    @property
+    def numeric(self) -> bool:
+        """True for int and float options (which must declare a range)."""
+        return self.type in (int, float)
+
+    def range_text(self) -> str:
+        """The valid range in words, e.g. ``>= 1``, ``> 0 and <= 1`` ('' when none is declared)."""
+        parts = [f"{op} {v:g}" for op, v in ((">=", self.ge), (">", self.gt), ("<=", self.le)) if v is not None]
+        text = " and ".join(parts)
+        if self.special:
+            text += " (or " + ", ".join(repr(v) for v in self.special) + ")"
+        return text
+
+    def _check_range(self, key: str, value: Any, out: Any) -> None:
+        if isinstance(out, float) and not math.isfinite(out):
+            raise ProblemError(f"setting {key!r}: expected a finite number, got {value!r}")
+        if not self.numeric or out in self.special:
+            return
+        if ((self.ge is not None and not out >= self.ge) or (self.gt is not None and not out > self.gt)
+                or (self.le is not None and not out <= self.le)):
+            what = "an integer" if self.type is int else "a number"
+            raise ProblemError(f"setting {key!r}: expected {what} {self.range_text()}, got {value!r}")
 
     def coerce(self, key: str, value: Any) -> Any:
         """Convert ``value`` (possibly a CLI string) to this option's type or raise ProblemError."""
@@ -65,6 +95,7 @@ class Option:
             raise ProblemError(
                 f"setting {key!r}: expected one of {list(self.choices)}, got {value!r}"
             )
+        self._check_range(key, value, out)
         return out
 
 

@@ -43,12 +43,12 @@ class ClarabelAdapter(Adapter):
     REQUIRES = ("clarabel",)
     INSTALL_HINT = "pip install clarabel"
     OPTIONS = {
-        "tol_gap_abs": Option(float, None, "absolute duality gap tolerance (Clarabel default 1e-8)"),
-        "tol_gap_rel": Option(float, None, "relative duality gap tolerance (default 1e-8)"),
-        "tol_feas": Option(float, None, "feasibility tolerance (default 1e-8)"),
-        "tol_infeas_abs": Option(float, None, "absolute infeasibility tolerance (default 1e-8)"),
-        "tol_infeas_rel": Option(float, None, "relative infeasibility tolerance (default 1e-8)"),
-        "max_iter": Option(int, None, "iteration limit (default 200)"),
+        "tol_gap_abs": Option(float, None, "absolute duality gap tolerance (Clarabel default 1e-8)", gt=0),
+        "tol_gap_rel": Option(float, None, "relative duality gap tolerance (default 1e-8)", gt=0),
+        "tol_feas": Option(float, None, "feasibility tolerance (default 1e-8)", gt=0),
+        "tol_infeas_abs": Option(float, None, "absolute infeasibility tolerance (default 1e-8)", gt=0),
+        "tol_infeas_rel": Option(float, None, "relative infeasibility tolerance (default 1e-8)", gt=0),
+        "max_iter": Option(int, None, "iteration limit (default 200)", ge=1),
         "direct_solve_method": Option(str, None, "KKT solver (qdldl default)"),
     }
     SETTINGS = {

@@ -45,10 +45,10 @@ class DaqpAdapter(Adapter):
     REQUIRES = ("daqp",)
     INSTALL_HINT = "pip install daqp"
     OPTIONS = {
-        "primal_tol": Option(float, None, "primal feasibility tolerance (DAQP default 1e-6)"),
-        "dual_tol": Option(float, None, "dual feasibility tolerance (DAQP default 1e-12)"),
-        "iter_limit": Option(int, None, "iteration limit"),
-        "eps_prox": Option(float, None, "proximal regularisation (-1 automatic; LPs default to -1)"),
+        "primal_tol": Option(float, None, "primal feasibility tolerance (DAQP default 1e-6)", gt=0),
+        "dual_tol": Option(float, None, "dual feasibility tolerance (DAQP default 1e-12)", gt=0),
+        "iter_limit": Option(int, None, "iteration limit", ge=1),
+        "eps_prox": Option(float, None, "proximal regularisation (-1 automatic; LPs default to -1)", ge=0, special=(-1.0,)),
     }
     SETTINGS = {
         "default": {},

@@ -46,11 +46,11 @@ class HighsAdapter(Adapter):
     INSTALL_HINT = "pip install highspy"
     OPTIONS = {
         "presolve": Option(str, None, "HiGHS presolve", choices=("off", "choose", "on")),
-        "threads": Option(int, None, "HiGHS threads (0 = automatic)"),
+        "threads": Option(int, None, "HiGHS threads (0 = automatic)", ge=0),
         "solver": Option(str, None, "HiGHS LP method", choices=("choose", "simplex", "ipm", "pdlp")),
-        "time_limit": Option(float, None, "seconds per solve"),
-        "primal_feasibility_tolerance": Option(float, None, "HiGHS primal feasibility tolerance"),
-        "dual_feasibility_tolerance": Option(float, None, "HiGHS dual feasibility tolerance"),
+        "time_limit": Option(float, None, "seconds per solve", gt=0),
+        "primal_feasibility_tolerance": Option(float, None, "HiGHS primal feasibility tolerance", gt=0),
+        "dual_feasibility_tolerance": Option(float, None, "HiGHS dual feasibility tolerance", gt=0),
     }
     SETTINGS = {
         "default": {},

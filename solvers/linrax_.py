@@ -52,8 +52,8 @@ class LinraxAdapter(_jax.JaxBatchedAdapter, Adapter):
     NEEDS_A_ROW = "any"
     INSTALL_HINT = f"pip install 'linrax=={LINRAX_VERSION}' jax"
     OPTIONS = {
-        "primal_tol": Option(float, None, "linrax primal_tol (phase-1 feasibility); its default 1e-6"),
-        "dual_tol": Option(float, None, "linrax dual_tol (pivot and optimality); its default 1e-6"),
+        "primal_tol": Option(float, None, "linrax primal_tol (phase-1 feasibility); its default 1e-6", gt=0),
+        "dual_tol": Option(float, None, "linrax dual_tol (pivot and optimality); its default 1e-6", gt=0),
         "device": _jax.JaxBatchedAdapter.device_option(),
     }
     SETTINGS = {"default": {}, "low_accuracy": {"primal_tol": 1e-4, "dual_tol": 1e-4}}

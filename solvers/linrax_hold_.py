@@ -244,15 +244,15 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
     INSTALL_HINT = f"pip install 'linrax=={LINRAX_VERSION}' jax"
     OPTIONS = {
         "cap": Option(bool, True, "cap the pivots per phase (at max_pivots)"),
-        "max_pivots": Option(int, 300, "the cap: pivots per phase at most"),
+        "max_pivots": Option(int, 300, "the cap: pivots per phase at most", ge=1),
         "bland": Option(bool, True, "Bland's leaving rule (lowest basic index among ratio ties)"),
         "artificial_ge": Option(bool, True, "recognise basic artificials with >= (linrax: >)"),
         "spread": Option(bool, True, "Householder-spread the equality right-hand side"),
         "recompute": Option(bool, True, "recompute the primal from the final basis"),
-        "pivot_tol": Option(float, 1e-4, "smallest pivot and optimality tolerance (linrax default 1e-6)"),
+        "pivot_tol": Option(float, 1e-4, "smallest pivot and optimality tolerance (linrax default 1e-6)", gt=0),
         "exit_cap": Option(bool, True, "keep exit caps at T = 10 (off: T = 1000)"),
         "reinvert": Option(bool, True, "rebuild the tableau from the final basis and continue"),
-        "reinversions": Option(int, 2, "how many times reinvert rebuilds"),
+        "reinversions": Option(int, 2, "how many times reinvert rebuilds", ge=0),
         "small_witness": Option(bool, True, "among optimal vertices, move to one with the smallest sum(x)"),
         "chunk": _jax.JaxBatchedAdapter.chunk_option(1024),
         "device": _jax.JaxBatchedAdapter.device_option(),

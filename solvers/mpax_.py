@@ -8,8 +8,9 @@ the sensitivity of the optimum to its right-hand side, so ``y_eq = dual[:m_eq]``
 Seed 002 reports MPAX falsely rejecting about 193 of 416 supported near-boundary cases:
 a first-order method stops with an approximate point that neither a witness nor a
 certificate check accepts at 1e-5. Its default tolerances are 1e-4 (``eps_abs``,
-``eps_rel``) and its iteration limit is unbounded: the harness's cell timeout is the
-guard, and ``max_iter`` can cap it.
+``eps_rel``). Its own iteration limit is unbounded, so a direct ``solve`` of an unbounded LP
+(which it may never detect) would not return: ``max_iter`` defaults to ``DEFAULT_MAX_ITER``
+here, so every solve ends (``MAX_ITER``), with or without the harness's cell timeout.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ import numpy as np
 
 from . import _jax
 from .base import Adapter, Conformance, Option, module_api
+
+#: iterations per solve when none is given (MPAX itself has no limit: an unbounded LP
+#: whose ray it does not detect would never return)
+DEFAULT_MAX_ITER = 100_000
 from .types import Capabilities, Status
 
 #: MPAX TerminationStatus value -> (project Status, name); unknown values map to ERROR.
@@ -60,9 +65,10 @@ class MpaxAdapter(_jax.JaxBatchedAdapter, Adapter):
     INSTALL_HINT = "pip install mpax jax"
     OPTIONS = {
         "algorithm": Option(str, "r2hpdhg", "r2hpdhg (reflected, LP default) or rapdhg", choices=("r2hpdhg", "rapdhg")),
-        "eps_abs": Option(float, None, "absolute tolerance (MPAX default 1e-4)"),
-        "eps_rel": Option(float, None, "relative tolerance (MPAX default 1e-4)"),
-        "max_iter": Option(int, None, "iteration limit (MPAX default: none)"),
+        "eps_abs": Option(float, None, "absolute tolerance (MPAX default 1e-4)", gt=0),
+        "eps_rel": Option(float, None, "relative tolerance (MPAX default 1e-4)", gt=0),
+        "max_iter": Option(int, DEFAULT_MAX_ITER, "iteration limit (MPAX's own default is none: capped "
+                                                  "here so that every solve ends)", ge=1),
         "feasibility_polishing": Option(bool, None, "MPAX feasibility polishing (default off)"),
         "device": _jax.JaxBatchedAdapter.device_option(),
     }

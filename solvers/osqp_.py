@@ -50,11 +50,11 @@ class OsqpAdapter(Adapter):
     CAPABILITIES = Capabilities(lp=True, qp=True, batched=False, devices=("cpu",), dtypes=("float64",))
     INSTALL_HINT = "pip install 'osqp>=1'"
     OPTIONS = {
-        "eps_abs": Option(float, None, "absolute tolerance (OSQP default 1e-3)"),
-        "eps_rel": Option(float, None, "relative tolerance (OSQP default 1e-3)"),
-        "max_iter": Option(int, None, "ADMM iteration limit"),
+        "eps_abs": Option(float, None, "absolute tolerance (OSQP default 1e-3)", gt=0),
+        "eps_rel": Option(float, None, "relative tolerance (OSQP default 1e-3)", gt=0),
+        "max_iter": Option(int, None, "ADMM iteration limit", ge=1),
         "polishing": Option(bool, None, "polish the ADMM solution (OSQP default off)"),
-        "time_limit": Option(float, None, "seconds per solve (0 = none)"),
+        "time_limit": Option(float, None, "seconds per solve (0 = none)", ge=0),
     }
     SETTINGS = {
         "default": {},

@@ -40,9 +40,9 @@ class PiqpAdapter(Adapter):
     REQUIRES = ("piqp",)
     INSTALL_HINT = "pip install piqp"
     OPTIONS = {  # PIQP's own option names; None = PIQP's default
-        "eps_abs": Option(float, None, "absolute tolerance (PIQP default 1e-8)"),
-        "eps_rel": Option(float, None, "relative tolerance (PIQP default 1e-9)"),
-        "max_iter": Option(int, None, "iteration limit (PIQP default 250)"),
+        "eps_abs": Option(float, None, "absolute tolerance (PIQP default 1e-8)", gt=0),
+        "eps_rel": Option(float, None, "relative tolerance (PIQP default 1e-9)", gt=0),
+        "max_iter": Option(int, None, "iteration limit (PIQP default 250)", ge=1),
     }
     SETTINGS = {
         "default": {},  # never override the solver's defaults here

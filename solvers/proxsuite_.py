@@ -53,9 +53,9 @@ class ProxsuiteAdapter(Adapter):
     REQUIRES = ("proxsuite",)
     INSTALL_HINT = "pip install proxsuite"
     OPTIONS = {
-        "eps_abs": Option(float, None, "absolute tolerance (ProxQP default 1e-5)"),
-        "eps_rel": Option(float, None, "relative tolerance (default 0)"),
-        "max_iter": Option(int, None, "iteration limit"),
+        "eps_abs": Option(float, None, "absolute tolerance (ProxQP default 1e-5)", gt=0),
+        "eps_rel": Option(float, None, "relative tolerance (default 0)", ge=0),
+        "max_iter": Option(int, None, "iteration limit", ge=1),
         "check_duality_gap": Option(bool, None, "also require a small duality gap (default off)"),
     }
     SETTINGS = {

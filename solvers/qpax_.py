@@ -58,8 +58,8 @@ class QpaxAdapter(_jax.JaxBatchedAdapter, Adapter):
     NEEDS_A_ROW = "inequality"  # with no inequality at all qpax returns NaN marked converged
     OPTIONS = {
         "backend": Option(str, None, "qpax backend: e (explicit, its default) or i (implicit)", choices=("e", "i")),
-        "solver_tol": Option(float, None, "KKT residual tolerance (qpax default 1e-5)"),
-        "max_iter": Option(int, None, "interior-point iterations (qpax default 30)"),
+        "solver_tol": Option(float, None, "KKT residual tolerance (qpax default 1e-5)", gt=0),
+        "max_iter": Option(int, None, "interior-point iterations (qpax default 30)", ge=1),
         "linear_solver": Option(str, None, "KKT factorisation (qpax default cholesky)", choices=("cholesky", "qr")),
         "device": _jax.JaxBatchedAdapter.device_option(),
     }

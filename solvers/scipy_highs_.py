@@ -32,9 +32,9 @@ class ScipyHighsAdapter(Adapter):
     OPTIONS = {
         "method": Option(str, "highs", "linprog method", choices=("highs", "highs-ds", "highs-ipm")),
         "presolve": Option(bool, None, "linprog presolve"),
-        "primal_feasibility_tolerance": Option(float, None, "HiGHS primal feasibility tolerance"),
-        "dual_feasibility_tolerance": Option(float, None, "HiGHS dual feasibility tolerance"),
-        "time_limit": Option(float, None, "seconds per solve"),
+        "primal_feasibility_tolerance": Option(float, None, "HiGHS primal feasibility tolerance", gt=0),
+        "dual_feasibility_tolerance": Option(float, None, "HiGHS dual feasibility tolerance", gt=0),
+        "time_limit": Option(float, None, "seconds per solve", gt=0),
     }
     SETTINGS = {
         "default": {},

@@ -187,10 +187,10 @@ class StandardForm:
 
     def __post_init__(self) -> None:
         if self.lb is None:
-            object.__setattr__(self, "lb", np.zeros(self.c.shape))
+            object.__setattr__(self, "lb", _frozen_copy(np.zeros(self.c.shape)))
         if self.cones is None:
-            object.__setattr__(self, "cones", np.zeros((0, 3), dtype=np.int64))
-            object.__setattr__(self, "cone_mu", np.zeros(self.c.shape[:-1] + (0,)))
+            object.__setattr__(self, "cones", _frozen_copy(np.zeros((0, 3), dtype=np.int64)))
+            object.__setattr__(self, "cone_mu", _frozen_copy(np.zeros(self.c.shape[:-1] + (0,))))
 
     @property
     def n(self) -> int:
@@ -316,7 +316,19 @@ def check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P=None, *, lb=None, cones=Non
                 raise ProblemError(
                     f"{name}: expected batch size {batch} (from c) on axis 0; got {arr.shape[0]}"
                 )
-    return StandardForm(c_, A_eq_, b_eq_, A_ub_, b_ub_, P_, batch, lb_, cones_, mu_)
+    frozen = [_frozen_copy(a) for a in (c_, A_eq_, b_eq_, A_ub_, b_ub_, P_, lb_, cones_, mu_)]
+    return StandardForm(*frozen[:6], batch, *frozen[6:])
+
+
+def _frozen_copy(arr: np.ndarray | None) -> np.ndarray | None:
+    """A read-only copy of ``arr``: the arrays of a ``StandardForm`` are the solver's input
+    and nobody's storage. An adapter that writes into them (rescaling in place, say) fails
+    loudly, and none can change the caller's arrays, which the verifier judges against."""
+    if arr is None:
+        return None
+    out = np.array(arr, copy=True)
+    out.setflags(write=False)
+    return out
 
 
 def _check_convex_P(P: np.ndarray) -> np.ndarray:

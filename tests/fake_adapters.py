@@ -128,7 +128,7 @@ class RandomAnswerAdapter(Adapter):
 
     NAME = "fake-random"
     CAPABILITIES = Capabilities(lp=True, qp=True, socp=True, dtypes=("float64",))
-    OPTIONS = {"seed": Option(int, 0, "random seed of the fabricated answers"),
+    OPTIONS = {"seed": Option(int, 0, "random seed of the fabricated answers", ge=0),
                "duals": Option(bool, False, "fabricate random duals too (else zeros)")}
 
     def run(self, prepared):
@@ -163,6 +163,46 @@ class NanOptimalAdapter(Adapter):
 
 
 
+class MutatingAdapter(Adapter):
+    """Issue 24, item 1: changes the problem it is given, then claims a certificate for the
+    changed problem (``A = 0``, ``b = 1``: ``y_eq = 1`` proves it infeasible). ``how``:
+    ``inplace`` writes into the arrays it was handed; ``unlock`` first makes them writeable
+    (``setflags``); ``batch`` finds the caller's ``ProblemBatch`` objects through the garbage
+    collector and writes into theirs; ``none`` changes nothing (the same answers, honestly)."""
+
+    NAME = "fake-mutate"
+    CAPABILITIES = Capabilities(lp=True, qp=True, socp=True, dtypes=("float64",))
+    OPTIONS = {"how": Option(str, "inplace", "which arrays it changes", choices=("inplace", "unlock", "batch", "none"))}
+
+    def prepare(self, problem):
+        how = self.settings["how"]
+        if how == "none":
+            return problem
+        if how == "batch":
+            import gc
+
+            from problems import ProblemBatch
+
+            holders = [o for o in gc.get_objects() if isinstance(o, ProblemBatch)]
+        else:
+            holders = [problem]
+        for holder in holders:
+            for name, value in (("A_eq", 0.0), ("A_ub", 0.0), ("b_eq", 1.0), ("b_ub", 1.0)):
+                arr = getattr(holder, name)
+                if how != "inplace":
+                    arr.setflags(write=True)
+                arr[...] = value
+        return problem
+
+    def run(self, prepared):
+        return prepared
+
+    def collect(self, raw, prepared):
+        b = prepared.batch
+        return _answer(prepared, Status.INFEASIBLE, np.full((b, prepared.n), np.nan), np.ones((b, prepared.m_eq)),
+                       np.zeros((b, prepared.m_ub)))
+
+
 class PretendGpuHighs(HighsAdapter):
     """HiGHS that declares a ``gpu`` device (and ignores it): for testing where GPU cells are
     placed on a cluster without a GPU anywhere."""
@@ -172,4 +212,5 @@ class PretendGpuHighs(HighsAdapter):
 
 
 ADAPTERS = [HangingAdapter, CrashingAdapter, RaisingAdapter, OverconfidentAdapter, SleepyHighs,
-            InfeasibleClaimAdapter, RandomAnswerAdapter, NanOptimalAdapter, PretendGpuHighs, AbsentAdapter]
+            InfeasibleClaimAdapter, RandomAnswerAdapter, NanOptimalAdapter, PretendGpuHighs, AbsentAdapter,
+            MutatingAdapter]

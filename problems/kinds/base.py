@@ -84,6 +84,34 @@ class Kind:
         return {"solver": f"{cls.__module__}.{cls.__qualname__}", "package": dist, "version": dist_version,
                 "profile": profile, "options": json.dumps(cls(profile).native_options(), sort_keys=True, default=str)}
 
+    def check_batch(self, batch: "ProblemBatch") -> None:
+        """Refuse, before any cell runs, a batch no cell could be judged on: ``ProblemError``
+        naming the first bad case (its index and meta row) when the standard form does not
+        validate (``check_standard_form``: shapes, NaN, inf, an asymmetric or indefinite
+        ``P``), a payload array holds NaN, or the kind's reference solver refuses it (a
+        value at its infinity)."""
+        from solvers import check_standard_form
+
+        def check(part: "ProblemBatch") -> None:
+            problem = check_standard_form(*part.arrays(), **part.extra(), batched=True)
+            for name, arr in sorted(part.payload.items()):
+                if np.isnan(np.asarray(arr, dtype=float)).any():
+                    raise ProblemError(f"payload {name!r}: holds NaN")
+            if self.reference_solver is not None:
+                cls, _dist, profile = self.reference_solver
+                cls(profile).validate(problem)
+
+        try:
+            check(batch)
+        except ProblemError as whole:
+            for i in range(len(batch)):  # the error path alone walks the cases, to name the first bad one
+                try:
+                    check(batch.subset(np.array([i])))
+                except ProblemError as exc:
+                    where = ", ".join(f"{k}={v}" for k, v in batch.meta.iloc[i].items())
+                    raise ProblemError(f"problem {i} ({where}): {exc}") from None
+            raise ProblemError(f"the batch: {whole}") from None
+
     def solve_reference(self, batch: "ProblemBatch") -> "BatchSolution":
         """The reference's raw float64 answers for ``batch`` (built-in code path)."""
         if self.reference_solver is None:

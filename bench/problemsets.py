@@ -1,0 +1,84 @@
+"""A run's problem sets, generated and checked before any cell runs, in an isolated process.
+
+A family's sampler is a plug-in: it may loop for ever, call ``sys.exit``, crash the
+interpreter, or return problems no cell could be judged on (NaN, an asymmetric ``P``, a
+value at the reference solver's infinity, fewer problems than asked). ``prepare`` runs
+every distinct problem set of a grid through the same supervised worker process as a
+cell (``bench.execute``: timeout, crash and stall isolation), checks each batch
+(``Kind.check_batch``) and saves it under a folder; the first failure is a
+``ProblemError`` naming the family spec and the problem, raised before anything of the
+run is created (the CLI exits 2 with it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from problems import get_kind
+from solvers.errors import ProblemError
+
+from .cell import batch_for, batch_name
+from .grid import Cell
+
+#: the worker pool key of the generating process (cells use their dtype)
+POOL_KEY = "generate"
+
+
+def generate_job(cell: Cell, folder: str, *, parent_pid: int) -> None:
+    """A worker job: generate the cell's problem set, check it (``Kind.check_batch``) and
+    save it under ``folder`` (``ProblemBatch.save``, named ``batch_name(cell)``)."""
+    from .execute import exit_if_orphaned
+
+    batch = batch_for(cell)
+    get_kind(batch.kind).check_batch(batch)
+    exit_if_orphaned(parent_pid)
+    batch.save(Path(folder), batch_name(cell))
+
+
+def describe(cell: Cell) -> str:
+    """``--family planar-box[kind=lp1] (n=32, seed=0)``: the problem set in error messages."""
+    return f"--family {cell.family.name}[{','.join(f'{k}={v}' for k, v in sorted(cell.params.items()))}] " \
+           f"(n={cell.n}, seed={cell.seed})"
+
+
+def missing_sets(cells: list[Cell], folders: list[Path]) -> list[Cell]:
+    """One cell per distinct problem set of ``cells`` that none of ``folders`` holds yet."""
+    seen, out = set(), []
+    for cell in cells:
+        if cell.problem_key in seen:
+            continue
+        seen.add(cell.problem_key)
+        if not any((Path(f) / f"{batch_name(cell)}.json").exists() for f in folders):
+            out.append(cell)
+    return out
+
+
+def prepare(cells: list[Cell], folder: Path, timeout: float, also_in: list[Path] = ()) -> int:
+    """Generate, check and save under ``folder`` each distinct problem set of ``cells`` that
+    neither ``folder`` nor ``also_in`` holds; returns how many were generated. Each set has
+    ``timeout`` seconds. ``ProblemError`` naming the set (``describe``) for the first that
+    fails: a sampler error or a bad problem (its message), one that exits or crashes its
+    process, or one that does not finish in time (its process is killed)."""
+    from .execute import LocalPool
+
+    if not (isinstance(timeout, (int, float)) and timeout > 0):
+        raise ProblemError(f"timeout: expected a number of seconds > 0, got {timeout!r}")
+    todo = missing_sets(cells, [folder, *also_in])
+    if not todo:
+        return 0
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    with LocalPool() as pool:
+        for cell in todo:
+            state, reason = pool.run((generate_job, (cell, str(folder))), POOL_KEY, timeout)
+            if state == "done":
+                continue
+            if state == "timeout":
+                why = f"generating the problems took more than {timeout:g} s (the cell timeout); the sampler was stopped"
+            elif reason.startswith("worker raised outside the solver: "):
+                why = reason.removeprefix("worker raised outside the solver: ")
+            elif state == "crashed":
+                why = f"the sampler ended its process instead of returning problems ({reason})"
+            else:
+                why = f"{state}: {reason}"
+            raise ProblemError(f"{describe(cell)}: {why}")
+    return len(todo)
