@@ -82,6 +82,7 @@ def base_rows(cell: Cell, batch: problems.ProblemBatch, ref: pd.DataFrame, env: 
         "settings": json.dumps({"profile": spec.profile, **spec.settings} if spec.profile != "default"
                                else spec.settings, sort_keys=True, default=str),
         "dtype": cell.dtype, "device": cell.device, "lp_index": np.arange(len(batch)),
+        "case_hash": batch.case_hashes(),
     })
     env_cols = pd.DataFrame({k: [v] * len(batch) for k, v in env.items()})
     return pd.concat([head, batch.meta.add_prefix("meta_"), ref.reset_index(drop=True), env_cols], axis=1)

@@ -270,13 +270,31 @@ def check_run_id(run_id: Optional[str]) -> None:
 
 
 def check_out_writable(out: Path) -> None:
-    """Exit 2 when ``out`` cannot hold a run (read-only, not a folder), before anything is created there."""
+    """Exit 2 when ``out`` cannot hold a run (read-only, not a folder), exit 1 when its disk
+    is full (a probe of ``PROBE_BYTES`` does not fit), before anything is created there."""
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = tempfile.NamedTemporaryFile(dir=out, prefix=".contactbench-probe-", delete=True)
-        probe.close()
     except OSError as exc:
         _fail(f"--out: cannot write results under {str(out)!r} ({exc.strerror or exc})")
+    try:
+        with probe:
+            probe.write(b"\0" * PROBE_BYTES)
+            probe.flush()
+    except OSError as exc:
+        _write_failed(out, exc)
+
+
+#: bytes ``check_out_writable`` writes (and removes) to find a full disk before a run starts
+PROBE_BYTES = 1 << 12
+
+
+def _write_error(option: str, path: Path, exc: OSError) -> None:
+    """Exit 1 with a message naming ``option`` and ``path`` (no traceback) when the disk
+    refuses an output; nothing half-written is left (outputs are swapped in whole)."""
+    console.print(f"[bold red]error:[/] {option}: cannot write {escape(str(path))}: "
+                  f"{escape(exc.strerror or str(exc))}; nothing was changed there")
+    raise typer.Exit(1)
 
 
 def _write_failed(run_dir: Path, exc: OSError) -> None:
@@ -311,6 +329,7 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
     from . import problemsets
 
     with contextlib.ExitStack() as stack:
+        client = _dask_client(stack, scheduler, workers, cells)  # first: an unreachable --scheduler creates nothing
         check_out_writable(out)
         try:
             run_dir = rundir.open_run_dir(out, run_id, resume)
@@ -321,7 +340,8 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
             run_dir = rundir.open_run_dir(out, run_dir.name, resume)  # again, now that no other run can start it
         except BenchError as exc:  # a bad problem set, a run in use: nothing of the run was created
             _fail(str(exc))
-        client = _dask_client(stack, scheduler, workers, cells)  # an unreachable --scheduler creates nothing
+        except OSError as exc:  # a full or read-only disk: nothing of the run was created
+            _write_failed(out, exc)
         return _execute_on(ctx, client, not scheduler, cells, skipped, run_dir, out, resume, timeout, exclusive,
                            stage)
 
@@ -489,6 +509,8 @@ def report_cmd(
                                       confidence=confidence)
     except BenchError as exc:
         _fail(str(exc))
+    except OSError as exc:  # read-only, full: the previous report (if any) is left as it was
+        _write_error("--out", out, exc)
     _print_summary(summary)
     console.print(f"wrote {out / 'report.md'} and {out / 'report.csv'}")
 
@@ -507,6 +529,8 @@ def publish_cmd(
         site = publish.publish(run_dirs, out, confidence=confidence)
     except BenchError as exc:
         _fail(str(exc))
+    except OSError as exc:  # read-only, full: the previous site (if any) is left as it was
+        _write_error("--out", out, exc)
     console.print(f"dashboard: {len(site.family_pages)} families, {site.configurations} configurations "
                   f"from {site.runs} run(s)")
     console.print(f"open {site.index.resolve().as_uri()}")

@@ -59,10 +59,12 @@ def _serve(conn, parent_pid: int) -> None:
             function(*args, parent_pid=parent_pid)
             answer = "ok"
         except Exception as exc:  # the parent records it with the log tail
-            traceback.print_exc()
             answer = f"error: {type(exc).__name__}: {exc}"
-        sys.stdout.flush()
-        sys.stderr.flush()
+            with contextlib.suppress(OSError):  # a full disk must not end the worker before it answers
+                traceback.print_exc()
+        with contextlib.suppress(OSError):
+            sys.stdout.flush()
+            sys.stderr.flush()
         conn.send(answer)
 
 
@@ -72,13 +74,21 @@ def exit_if_orphaned(parent_pid: int) -> None:
         os._exit(0)
 
 
-def cell_job(cell, env, run_id, out, log, cache, batches, *, parent_pid: int) -> None:
-    """A worker's cell job: run the cell with C-level stdout/stderr in the file ``log`` and
-    write its parquet to ``out`` (see ``bench.cell.solve_cell``)."""
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+def output_to(path: Path | str, append: bool = False) -> None:
+    """Send this process's C-level stdout and stderr to the file ``path`` (truncated first
+    unless ``append``): a job's output never reaches the user's terminal unasked."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC), 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
+
+
+def cell_job(cell, env, run_id, out, log, cache, batches, *, parent_pid: int) -> None:
+    """A worker's cell job: run the cell with C-level stdout/stderr in the file ``log`` and
+    write its parquet to ``out`` (see ``bench.cell.solve_cell``)."""
+    output_to(log)
     rows = solve_cell(cell, env, run_id, Path(cache) if cache else None, Path(batches))
     exit_if_orphaned(parent_pid)
     write_cell(rows, Path(out))

@@ -38,13 +38,26 @@ class HoldCheck:
     margin: float
 
 
+def _adapter(solver: str | Adapter) -> Adapter:
+    """The adapter ``solver`` names (a spec string) or is; ``ProblemError`` naming ``solver``
+    for anything else (None, a class, a number)."""
+    if isinstance(solver, str):
+        return from_spec(solver)
+    if isinstance(solver, Adapter):
+        return solver
+    raise ProblemError(f"solver: expected a solver spec such as 'highs' or an adapter instance "
+                       f"(solvers.get(...)), got {solver!r}")
+
+
 def check(scene: HoldScene, solver: str | Adapter = "highs", margin: bool = True,
           tolerances: Tolerances = DEFAULT_TOLERANCES, cap: float = EXIT_CAP) -> HoldCheck:
     """Can the contacts of ``scene`` hold it? Solves LP-1 (and the 2d exits) and verifies.
 
     ``solver`` is an adapter or a spec such as ``"highs"`` or ``"linrax[dtype=float64]"``.
     """
-    adapter = from_spec(solver) if isinstance(solver, str) else solver
+    adapter = _adapter(solver)
+    if not isinstance(scene, HoldScene):
+        raise ProblemError(f"scene: expected a problems.HoldScene, got {type(scene).__name__}")
     meta = pd.DataFrame([{"case": 0}])
     batch = hold_batch("scene", [scene], meta, "lp1")
     solution = adapter.solve_batch(*batch.arrays())
@@ -75,7 +88,7 @@ def check_robust(scenes: list[HoldScene], solver: str | Adapter = "highs", margi
     """
     if not scenes:
         raise ProblemError("scenes: expected at least one scene (one per corner of the uncertainty box)")
-    adapter = from_spec(solver) if isinstance(solver, str) else solver
+    adapter = _adapter(solver)
     results = [check(s, adapter, margin, tolerances, cap) for s in scenes]
     verdicts = [r.verdict for r in results]
     if "unsupported" in verdicts:

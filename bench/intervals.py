@@ -4,9 +4,12 @@ on median times per case, pairwise speed ratios and statistical ties in a rankin
 The formulas live in ``bench.stats``; this module applies them to cell rows (``bench.schema``)
 and is the one owner of how the report, the dashboard and ``contactbench recommend`` count:
 
-* **Rates count distinct cases.** A case (family, kind, parameters, batch size, seed, index)
-  answered in several merged runs of one configuration counts once, with its worst outcome
-  (``SEVERITY``): the same case solved twice is not twice the evidence.
+* **Rates count distinct cases.** A case is named by its content (``case_hash``: the
+  problem's own arrays, ``ProblemBatch.case_hashes``), not by the parameters that made it:
+  answered in several merged runs of one configuration (by other seeds of a family that
+  ignores the seed, say) it counts once, with its worst outcome (``SEVERITY``): the same
+  case solved twice is not twice the evidence. Rows of results schema 4 and older have no
+  hash and are named by family, kind, parameters, batch size, seed and index.
 * **Times per case come from the timed repeats.** Each cell stores every repeat's batch time
   (``end_to_end_ms_repeats``; the solve's ``ms_repeats`` for runs before end-to-end timing);
   a repeat's time per case is its batch time over the cell's cases, in microseconds. A
@@ -25,22 +28,35 @@ from . import stats
 
 #: outcomes from worst to best: a case answered several times keeps the first of these it got.
 SEVERITY = ("false_accept", "failed", "uncertain", "false_reject", "suboptimal", "correct")
-#: the columns that name one case of a family (with the group's own keys).
-CASE_KEY = ["family_label", "kind", "family_params", "n_scenes", "seed", "lp_index"]
+#: the columns that name one case in rows without a ``case_hash`` (schema 4 and older).
+LEGACY_CASE_KEY = ["family_label", "kind", "family_params", "n_scenes", "seed", "lp_index"]
 #: default confidence level of every interval.
 DEFAULT_CONFIDENCE = 0.95
 #: the one check of a confidence level (``bench.stats``).
 check_confidence = stats.check_confidence
 
 
+def case_ids(rows: pd.DataFrame) -> pd.Series:
+    """One id per row naming its case: ``kind`` and ``case_hash`` (the content), or for rows
+    without a hash the ``LEGACY_CASE_KEY`` columns joined."""
+    legacy = pd.Series("legacy", index=rows.index)
+    for column in LEGACY_CASE_KEY:
+        if column in rows:
+            legacy = legacy + "|" + rows[column].astype(str)
+    if "case_hash" not in rows:
+        return legacy
+    hashed = rows["kind"].astype(str) + "|" + rows["case_hash"].fillna("").astype(str)
+    return hashed.where(rows["case_hash"].fillna("").astype(str) != "", legacy)
+
+
 def case_counts(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Per group of ``keys``: ``cases`` (distinct cases) and one count per outcome of
     ``OUTCOMES`` over the distinct cases, each case counted once with its worst outcome."""
-    case_cols = [c for c in CASE_KEY if c in rows and c not in keys]
     rank = {o: i for i, o in enumerate(SEVERITY)}
-    work = rows[keys + case_cols].copy()
+    work = rows[keys].copy()
+    work["_case"] = case_ids(rows)
     work["_severity"] = rows["outcome"].astype(str).map(rank).fillna(0).astype(int)  # unknown: worst
-    worst = work.groupby(keys + case_cols, dropna=False, sort=False)["_severity"].min().reset_index()
+    worst = work.groupby(keys + ["_case"], dropna=False, sort=False)["_severity"].min().reset_index()
     worst["outcome"] = worst["_severity"].map(dict(enumerate(SEVERITY)))
     counts = pd.crosstab([worst[k] for k in keys], worst["outcome"]).reindex(columns=list(OUTCOMES), fill_value=0)
     counts.insert(0, "cases", counts.sum(axis=1))

@@ -76,7 +76,7 @@ def _quadprog():
         G_b, h_b = _forms.bound_rows(case)
         C = np.vstack([case.A_eq, -case.A_ub, -G_b]).T
         b = np.concatenate([case.b_eq, -case.b_ub, -h_b])
-        return None, [np.ascontiguousarray(case.P, dtype=float), -case.c, C, b, case.m_eq]
+        return None, [np.array(case.P, dtype=float, order="C"), -case.c, C, b, case.m_eq]  # (writeable)
 
     def call(_shape, args):
         try:
@@ -97,8 +97,8 @@ def _daqp():
         upper = np.concatenate([np.full(n, np.inf), case.b_eq, case.b_ub])
         lower = np.concatenate([case.lb, case.b_eq, np.full(m_ub, -np.inf)])
         sense = np.concatenate([np.zeros(n), np.full(m_eq, 5), np.zeros(m_ub)]).astype(np.int32)
-        P = _forms.objective_matrix(case)
-        return None, [P, case.c, A, upper, lower, sense]
+        P = np.array(_forms.objective_matrix(case))  # writeable copies: DAQP's binding asks for them
+        return None, [P, np.array(case.c), A, upper, lower, sense]
 
     def call(_shape, args):
         x, fval, flag, info = daqp.solve(*args)

@@ -22,17 +22,39 @@ from .grid import Cell
 
 #: the worker pool key of the generating process (cells use their dtype)
 POOL_KEY = "generate"
+#: how a worker's answer starts when its job raised (``bench.execute``)
+RAISED = "worker raised outside the solver: "
+#: exceptions of a job that mean the disk refused a write (``prepare`` raises OSError)
+WRITE_ERRORS = ("OSError", "PermissionError", "FileNotFoundError", "IsADirectoryError", "NotADirectoryError")
+
+
+#: the file, in the folder of the saved batches, that holds the samplers' output
+LOG_NAME = "generate.log"
 
 
 def generate_job(cell: Cell, folder: str, *, parent_pid: int) -> None:
     """A worker job: generate the cell's problem set, check it (``Kind.check_batch``) and
-    save it under ``folder`` (``ProblemBatch.save``, named ``batch_name(cell)``)."""
-    from .execute import exit_if_orphaned
+    save it under ``folder`` (``ProblemBatch.save``, named ``batch_name(cell)``); what the
+    sampler prints, and the traceback of its failure, go to ``folder/generate.log``."""
+    from .execute import exit_if_orphaned, output_to
 
+    output_to(Path(folder) / LOG_NAME, append=True)
     batch = batch_for(cell)
     get_kind(batch.kind).check_batch(batch)
     exit_if_orphaned(parent_pid)
     batch.save(Path(folder), batch_name(cell))
+
+
+def warm_up_job(*, parent_pid: int) -> None:
+    """A worker job run before the timed ones: the imports every generation needs (the
+    family registry, its plug-ins, the kinds' reference solvers), which count as the
+    worker's start-up, not against any problem set's timeout."""
+    import problems
+
+    for kind in problems.kinds.kinds().values():
+        if kind.reference_solver is not None:
+            kind.reference_solver[0].check_available()
+    problems.families()
 
 
 def describe(cell: Cell) -> str:
@@ -58,7 +80,8 @@ def prepare(cells: list[Cell], folder: Path, timeout: float, also_in: list[Path]
     neither ``folder`` nor ``also_in`` holds; returns how many were generated. Each set has
     ``timeout`` seconds. ``ProblemError`` naming the set (``describe``) for the first that
     fails: a sampler error or a bad problem (its message), one that exits or crashes its
-    process, or one that does not finish in time (its process is killed)."""
+    process, or one that does not finish in time (its process is killed). ``OSError`` when
+    the disk refuses a saved batch."""
     from .execute import LocalPool
 
     if not (isinstance(timeout, (int, float)) and timeout > 0):
@@ -67,15 +90,22 @@ def prepare(cells: list[Cell], folder: Path, timeout: float, also_in: list[Path]
     if not todo:
         return 0
     Path(folder).mkdir(parents=True, exist_ok=True)
+    from .execute import STARTUP_SECONDS
+
     with LocalPool() as pool:
+        state, reason = pool.run((warm_up_job, ()), POOL_KEY, STARTUP_SECONDS)
+        if state != "done":
+            raise ProblemError(f"the process that generates the problem sets did not start: {reason}")
         for cell in todo:
             state, reason = pool.run((generate_job, (cell, str(folder))), POOL_KEY, timeout)
             if state == "done":
                 continue
             if state == "timeout":
                 why = f"generating the problems took more than {timeout:g} s (the cell timeout); the sampler was stopped"
-            elif reason.startswith("worker raised outside the solver: "):
-                why = reason.removeprefix("worker raised outside the solver: ")
+            elif reason.startswith(RAISED):
+                why = reason.removeprefix(RAISED)
+                if why.split(":", 1)[0] in WRITE_ERRORS:  # the disk refused the saved batch
+                    raise OSError(why)
             elif state == "crashed":
                 why = f"the sampler ended its process instead of returning problems ({reason})"
             else:

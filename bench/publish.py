@@ -15,6 +15,7 @@ different machines are kept apart by the host they ran on.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +36,8 @@ SGM_SHIFT_US = 10.0
 PROFILE_TAU_MAX = 1e3
 #: the most disagreeing cases listed per family page.
 MAX_DRILL_CASES = 200
-CASE_KEY = ["family_label", "kind", "family_params", "n_scenes", "seed", "lp_index"]
+#: the column naming one case (``bench.intervals.case_ids``: its content, not its parameters)
+CASE_KEY = ["case_id"]
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ def _config_label(rows: pd.DataFrame) -> pd.Series:
 
 
 def prepare_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """Rows with ``config`` and ``family_label`` columns, outcome strings, and ``rank_us``:
+    """Rows with ``config``, ``family_label`` and ``case_id`` columns, outcome strings, and ``rank_us``:
     the time per case the dashboard ranks by, end to end where the run measured it (schema
     3), else the solve alone (older runs) (copy)."""
     rows = rows.copy()
@@ -68,6 +70,7 @@ def prepare_rows(rows: pd.DataFrame) -> pd.DataFrame:
         if col not in rows:
             rows[col] = np.nan
     rows["family_params"] = rows["family_params"].astype(str)
+    rows["case_id"] = intervals.case_ids(rows)
     rows["config"] = _config_label(rows)
     rows["rank_us"] = rows["end_to_end_us_per_lp"].astype(float).fillna(rows["us_per_lp"].astype(float))
     return rows
@@ -193,7 +196,7 @@ def disagreements(rows: pd.DataFrame, limit: int = MAX_DRILL_CASES) -> tuple[pd.
     if "meta_signed_distance" in table:
         table = table.assign(_d=table["meta_signed_distance"].abs()).sort_values("_d").drop(columns="_d")
     table = table.head(limit).rename(columns=lambda c: c[5:] if c.startswith("meta_") else c)
-    return table.drop(columns=["family_params", "family_label"]), configs, total
+    return table.drop(columns=CASE_KEY), configs, total
 
 
 def _plot_json(fig) -> str:
@@ -364,6 +367,23 @@ def _slug(name: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in name).strip("-").lower()
 
 
+def page_names(labels: list[str]) -> dict[str, str]:
+    """``family-<slug>.html`` per family label, unique however the labels differ (case,
+    punctuation, length: ``files[path=a/Good]`` and ``files[path=a/good]``); a slug two
+    labels share, or one past 80 characters, ends with a digest of the label. File systems
+    that ignore case are counted in: the test is on lower-cased names."""
+    slugs = {label: _slug(label) for label in labels}
+    counts: dict[str, int] = {}
+    for slug in slugs.values():
+        counts[slug] = counts.get(slug, 0) + 1
+    names = {}
+    for label, slug in slugs.items():
+        if counts[slug] > 1 or len(slug) > 80:
+            slug = f"{slug[:60]}-{hashlib.sha256(label.encode()).hexdigest()[:10]}"
+        names[label] = f"family-{slug}.html"
+    return names
+
+
 def _records(df: pd.DataFrame) -> list[dict]:
     """Rows as dicts of display strings (numbers formatted, NaN blank)."""
     def fmt(v):
@@ -419,12 +439,8 @@ def publish(run_dirs: list[Path | str], out: Path | str, confidence: float = int
     run_dirs = [Path(d) for d in run_dirs]
     rows = prepare_rows(load_runs(run_dirs))
     out = Path(out)
-    return replace_output_dir(out, lambda tmp: _build_site(rows, run_dirs, tmp, out, confidence), run_dirs,
-                              SITE_NAMES)
+    return replace_output_dir(out, lambda tmp: _build_site(rows, run_dirs, tmp, out, confidence), run_dirs)
 
-
-#: names a site folder holds (a folder of only these, from before the marker file, is ours)
-SITE_NAMES = ("index.html", "site.json", "assets", "family-*.html")
 
 
 def _interval_texts(table: pd.DataFrame) -> list[str]:
@@ -446,8 +462,8 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
     common = {"runs": provenance, "plotly_version": plotly.__version__, "sgm_shift": SGM_SHIFT_US,
               "confidence": f"{100 * confidence:g} %"}
     families, pages = [], {}
-    common["families_nav"] = [{"name": str(f), "page": f"family-{_slug(str(f))}.html"}
-                              for f in sorted(rows["family_label"].unique())]
+    page_of = page_names(sorted(map(str, rows["family_label"].unique())))
+    common["families_nav"] = [{"name": label, "page": page} for label, page in page_of.items()]
     for family, frows in rows.groupby("family_label", sort=True):
         table = ranked(family_table(frows, confidence))
         table["rank"] = [intervals.rank_text(r, t) for r, t in zip(table["rank"], table["tied"])]
@@ -470,7 +486,7 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
             for config, curve in performance_profile(times).items():
                 profile[config if len(kinds) == 1 else f"{config} ({kind})"] = curve
         drill, drill_configs, drill_total = disagreements(frows)
-        slug = f"family-{_slug(str(family))}.html"  # as in families_nav
+        slug = page_of[str(family)]
         columns = ["rank", "solver_label", "device", "dtype", "kind", "scenes", "n",
                    *outcome_columns(list(frows["kind"].unique())), "correct_pct", "false_accept_bound",
                    "e2e_us_per_case", "e2e_us_interval", "us_per_case",

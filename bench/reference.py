@@ -40,7 +40,7 @@ from .rundir import write_bytes_atomic
 from .verify import DEFAULT_TOLERANCES, Tolerances
 
 CACHE_ENV = "CONTACTBENCH_CACHE"
-REFERENCE_VERSION = "5"  # bump when the verifier's rules change: a cached entry is checked against them
+REFERENCE_VERSION = "6"  # bump when the verifier's rules change: a cached entry is checked against them
 
 
 def default_cache_dir() -> Path:
@@ -86,6 +86,8 @@ def _save_solution(path: Path, solution: BatchSolution, truth: np.ndarray, ident
     arrays["native_status"] = np.asarray(solution.native_status, dtype=str)
     arrays["truth"] = np.asarray(truth, dtype=str)
     arrays["identity"] = np.array(json.dumps(identity, sort_keys=True))
+    if "ray" in solution.extras:  # the proof of an unbounded case
+        arrays["ray"] = np.asarray(solution.extras["ray"], dtype=float)
     path.parent.mkdir(parents=True, exist_ok=True)
 
     def write(tmp: Path) -> None:
@@ -101,7 +103,8 @@ def _load_solution(path: Path) -> tuple[BatchSolution, np.ndarray]:
         solution = BatchSolution(
             x=data["x"], y_eq=data["y_eq"], y_ub=data["y_ub"], objective=data["objective"],
             status=np.array([Status(v) for v in data["status"]], dtype=object), iterations=data["iterations"],
-            native_status=data["native_status"].astype(object), message=np.array([""] * n, dtype=object))
+            native_status=data["native_status"].astype(object), message=np.array([""] * n, dtype=object),
+            extras={"ray": data["ray"]} if "ray" in data.files else {})
         return solution, data["truth"].astype(str)
 
 

@@ -24,6 +24,7 @@ rank-deficient (two-foot stances), where several solvers break down.
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import pandas as pd
@@ -112,12 +113,20 @@ def rates_table(summary: pd.DataFrame, confidence: float) -> pd.DataFrame:
     return out
 
 
-def _markdown(df: pd.DataFrame) -> str:
-    return df.to_markdown(index=False, floatfmt=".3g")
+def md_text(value) -> str:
+    """``value`` as inert Markdown text: HTML special characters as entities (a family path
+    or a solver message such as ``<img src=x onerror=...>`` is shown, never run by a
+    Markdown renderer), table pipes and backticks escaped, on one line."""
+    text = html.escape(str(value), quote=False).replace("|", "\\|").replace("`", "\\`")
+    return " ".join(text.splitlines())
 
 
-#: names a report folder holds (a folder of only these, from before the marker file, is ours)
-REPORT_NAMES = ("report.md", "report.csv", "provenance.csv", "rank_deficient.csv", "robust.csv")
+def _markdown(df: pd.DataFrame, **options) -> str:
+    """``df`` as a Markdown table, its text cells and column names through ``md_text``."""
+    safe = df.rename(columns=md_text)
+    for column in safe.columns[[dt == object or pd.api.types.is_string_dtype(dt) for dt in safe.dtypes]]:
+        safe[column] = safe[column].map(lambda v: v if v is None or (isinstance(v, float) and v != v) else md_text(v))
+    return safe.to_markdown(index=False, **({"floatfmt": ".3g"} | options))
 
 
 def write_report(rows: pd.DataFrame, out_dir: Path | str, manifests: list[dict] | None = None,
@@ -129,7 +138,7 @@ def write_report(rows: pd.DataFrame, out_dir: Path | str, manifests: list[dict] 
     the run directories ``inputs``; a failed write leaves the previous report as it was."""
     confidence = intervals.check_confidence(confidence)
     return replace_output_dir(out_dir, lambda tmp: _write_report(rows, tmp, manifests, confidence),
-                              [Path(d) for d in inputs], REPORT_NAMES)
+                              [Path(d) for d in inputs])
 
 
 def _write_report(rows: pd.DataFrame, out: Path, manifests: list[dict] | None, confidence: float) -> pd.DataFrame:
@@ -150,7 +159,7 @@ def _write_report(rows: pd.DataFrame, out: Path, manifests: list[dict] | None, c
              "upper bound of the false-accept rate (the safety figure: 0 unsafe answers in 64 cases still allows "
              "4.6e-2), and a bootstrap interval of the median end-to-end time per case over the timed repeats. "
              "`contactbench recommend` turns these into an answer.", "",
-             rates_table(summary, confidence).to_markdown(index=False, disable_numparse=True), ""]
+             _markdown(rates_table(summary, confidence), disable_numparse=True), ""]
     deficient = rank_deficient_summary(rows)
     if len(deficient):
         deficient.to_csv(out / "rank_deficient.csv", index=False)
@@ -165,12 +174,13 @@ def _write_report(rows: pd.DataFrame, out: Path, manifests: list[dict] | None, c
     if len(failed):
         first = failed.drop_duplicates("cell_id")[["cell_id", "error_type", "error"]]
         for _, r in first.iterrows():
-            lines.append(f"- `{r.cell_id}`: {r.error_type}: {str(r.error).splitlines()[0] if r.error else ''}")
+            first_line = str(r.error).splitlines()[0] if r.error else ""
+            lines.append(f"- {md_text(r.cell_id)}: {md_text(r.error_type)}: {md_text(first_line)}")
     else:
         lines.append("None.")
     lines += ["", "## Provenance", "", _markdown(prov.T.reset_index().rename(columns={"index": "field"}))]
     for m in manifests or []:
-        lines += ["", f"Run `{m.get('run_id')}`: `{m.get('command', '')}`; skipped: "
-                  + (", ".join(f"{a} ({b})" for a, b in m.get("skipped", [])) or "none")]
+        lines += ["", f"Run {md_text(m.get('run_id'))}: {md_text(m.get('command', ''))}; skipped: "
+                  + (", ".join(f"{md_text(a)} ({md_text(b)})" for a, b in m.get("skipped", [])) or "none")]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     return summary

@@ -10,14 +10,14 @@ Rules this module enforces (issue 12, "nothing lost, nothing deleted"):
   with a warning naming the file;
 * an output folder (``report --out``, ``publish --out``) is built beside its target and
   swapped in; the target is replaced only when it is missing, empty, or holds the marker
-  file a previous contactbench output left there; never when it holds anything else, and
-  never when it is (or contains) one of the run directories being read.
+  file a previous contactbench output left there; never when it holds anything else
+  (whatever the names of its files), never when it is (or contains) one of the run
+  directories being read, and never when it is (or contains) the working directory.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import hashlib
 import json
 import os
@@ -32,12 +32,10 @@ import pandas as pd
 
 from solvers.errors import BenchError, ProblemError
 
-from .schema import SCHEMA_KEY, SCHEMA_VERSION, upgrade, version_of
+from .schema import REQUIRED_COLUMNS, SCHEMA_KEY, SCHEMA_VERSION, complete, upgrade, version_of
 
 #: file that marks a folder as written by contactbench (and so replaceable by it)
 OUTPUT_MARKER = ".contactbench-output"
-#: columns every cell file has; a parquet without them is not a cell
-REQUIRED_COLUMNS = ("run_id", "cell_id", "family", "kind", "solver", "dtype", "device", "outcome")
 
 T = TypeVar("T")
 
@@ -102,7 +100,8 @@ def read_cell(path: Path) -> pd.DataFrame:
     """A cell's rows, checked against its manifest; raises ``CorruptResult`` naming the file.
 
     A cell written before manifests existed (no ``<cell>.json``) is accepted when it reads
-    and has the ``REQUIRED_COLUMNS``. Rows of an older results schema are upgraded
+    and has the ``REQUIRED_COLUMNS`` (``bench.schema``); any other column it lacks is filled
+    in (``bench.schema.complete``). Rows of an older results schema are upgraded
     (``bench.schema.upgrade``); a newer schema raises ``SchemaError``."""
     import pyarrow.parquet as pq
 
@@ -124,7 +123,7 @@ def read_cell(path: Path) -> pd.DataFrame:
         raise CorruptResult(f"{path}: not a cell file (missing columns {missing})")
     if meta is not None and (len(rows) != meta.get("rows") or list(map(str, rows.columns)) != meta.get("columns")):
         raise CorruptResult(f"{path}: {len(rows)} rows / columns differ from its manifest")
-    return upgrade(rows, version_of(table.schema.metadata), str(path))
+    return complete(upgrade(rows, version_of(table.schema.metadata), str(path)))
 
 
 def cell_finished(path: Path) -> bool:
@@ -183,11 +182,12 @@ def _inside(path: Path, folder: Path) -> bool:
         return False
 
 
-def check_output_dir(target: Path, inputs: list[Path] = (), own_names: tuple[str, ...] = ()) -> None:
+def check_output_dir(target: Path, inputs: list[Path] = ()) -> None:
     """Raise ``ProblemError`` unless ``target`` may be (re)written by contactbench: missing,
-    an empty folder, a folder holding ``OUTPUT_MARKER``, or (outputs of versions before the
-    marker) a folder holding only names matching the glob patterns ``own_names``; and
-    neither one of ``inputs`` nor a folder holding one of them."""
+    an empty folder, or a folder holding ``OUTPUT_MARKER`` (what contactbench wrote); and
+    neither one of ``inputs`` nor a folder holding one of them, nor the working directory or
+    a folder holding it. A folder of files that merely have contactbench's names (a user's
+    own ``index.html`` or ``report.md``) is never replaced."""
     target = Path(target)
     resolved = target.resolve()
     for source in inputs:
@@ -197,21 +197,21 @@ def check_output_dir(target: Path, inputs: list[Path] = (), own_names: tuple[str
                                "choose a separate output folder")
     if target.is_symlink() or (target.exists() and not target.is_dir()):
         raise ProblemError(f"--out: {str(target)!r} exists and is not a folder; choose another path")
+    if _inside(Path.cwd().resolve(), resolved):
+        raise ProblemError(f"--out: {str(target)!r} is the working directory or holds it; it cannot be replaced: "
+                           "choose a folder below it")
     entries = list(target.iterdir()) if target.is_dir() else []
-    legacy = bool(own_names) and bool(entries) and all(
-        any(fnmatch.fnmatch(e.name, pattern) for pattern in own_names) for e in entries)
-    if entries and not (target / OUTPUT_MARKER).exists() and not legacy:
+    if entries and not (target / OUTPUT_MARKER).exists():
         raise ProblemError(f"--out: {str(target)!r} holds files contactbench did not write (no {OUTPUT_MARKER}); "
                            "it is never replaced: choose an empty or new folder")
 
 
-def replace_output_dir(target: Path | str, build: Callable[[Path], T], inputs: list[Path] = (),
-                       own_names: tuple[str, ...] = ()) -> T:
+def replace_output_dir(target: Path | str, build: Callable[[Path], T], inputs: list[Path] = ()) -> T:
     """Build an output folder with ``build(tmp)`` in a temporary folder beside ``target``,
     mark it, and swap it in (see module docstring); on any failure the temporary folder is
     removed and ``target`` is left as it was. Returns what ``build`` returns."""
     target = Path(target)
-    check_output_dir(target, inputs, own_names)
+    check_output_dir(target, inputs)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     old = None
@@ -344,6 +344,8 @@ def move_batches(stage: Path, folder: Path) -> None:
             part = meta.with_suffix(f".{ext}")
             if part.exists():
                 os.replace(part, folder / part.name)
+    for log in stage.glob("*.log"):  # the samplers' output
+        os.replace(log, folder / log.name)
     with contextlib.suppress(OSError):
         stage.rmdir()  # empty now: nothing is left behind should the run be killed
 

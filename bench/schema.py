@@ -20,7 +20,7 @@ from problems.kinds.checks import OUTCOMES
 from solvers.errors import ProblemError
 
 #: version written in every cell file's parquet metadata; bump when columns change meaning.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: parquet metadata key of the version.
 SCHEMA_KEY = b"contactbench_schema"
 
@@ -28,7 +28,7 @@ SCHEMA_KEY = b"contactbench_schema"
 COLUMNS: dict[str, str] = {
     "run_id": "str", "cell_id": "str", "family": "str", "family_label": "str", "kind": "str",
     "family_params": "str", "n_scenes": "int64", "n_lps": "int64", "seed": "int64", "solver": "str",
-    "solver_spec": "str", "settings": "str", "dtype": "str", "device": "str", "lp_index": "int64",
+    "solver_spec": "str", "settings": "str", "dtype": "str", "device": "str", "lp_index": "int64", "case_hash": "str",
     "solver_label": "str", "profile": "str", "status": "str", "native_status": "str", "message": "str",
     "iterations": "int64", "objective": "float64", "outcome": "str", "error_type": "str", "error": "str",
     "repeats": "int64", "ms_batch_median": "float64", "ms_batch_min": "float64", "ms_batch_iqr": "float64",
@@ -63,7 +63,9 @@ def upgrade(rows: pd.DataFrame, version: int, source: str = "rows") -> pd.DataFr
     ``family_label`` and ``solver_label`` (filled from ``family`` / ``solver``) and timing
     columns (NaN). Version 2 lacks the end-to-end timings and the memory columns (NaN) and
     ``device_model`` (''). Version 3 lacks the per-repeat times ``ms_repeats`` and
-    ``end_to_end_ms_repeats`` (None: no timing interval can be given). A newer version raises
+    ``end_to_end_ms_repeats`` (None: no timing interval can be given). Version 4 lacks
+    ``case_hash`` ('': such rows name a case by family, parameters, size, seed and index,
+    ``bench.intervals.case_ids``). A newer version raises
     ``SchemaError`` naming ``source``."""
     if version > SCHEMA_VERSION:
         raise SchemaError(f"{source}: written with results schema {version}; this contactbench reads schema "
@@ -83,6 +85,38 @@ def upgrade(rows: pd.DataFrame, version: int, source: str = "rows") -> pd.DataFr
         for column in REPEAT_COLUMNS:
             if column not in rows:
                 rows[column] = None
+        if "case_hash" not in rows:
+            rows["case_hash"] = ""
+    return rows
+
+
+#: columns a cell file cannot do without (a file lacking one is skipped, named, by every
+#: reader: ``bench.rundir.read_cell``); every other column of ``COLUMNS`` and of the kinds is
+#: filled in when missing (``complete``).
+REQUIRED_COLUMNS = ("run_id", "cell_id", "family", "kind", "solver", "dtype", "device", "n_scenes", "lp_index",
+                    "outcome")
+_EMPTY = {"str": "", "float64": float("nan"), "int64": -1, "bool": False, "object": None}
+
+
+def complete(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with every column of ``COLUMNS`` and of its kinds' ``columns`` it lacks added:
+    '' for text, NaN for numbers, -1 for counts, False for flags, None for lists (the
+    labels from ``family`` / ``solver``). Readers then never meet a missing column."""
+    wanted = dict(COLUMNS)
+    for name in map(str, rows["kind"].unique()) if "kind" in rows and len(rows) else []:
+        kind = _kind_or_none(name)
+        wanted.update(kind.columns if kind is not None else {})
+    missing = {c: t for c, t in wanted.items() if c not in rows}
+    if not missing:
+        return rows
+    rows = rows.copy()
+    for column, dtype in missing.items():
+        if column == "family_label" and "family" in rows:
+            rows[column] = rows["family"]
+        elif column == "solver_label" and "solver" in rows:
+            rows[column] = rows["solver"]
+        else:
+            rows[column] = [_EMPTY.get(dtype)] * len(rows) if dtype == "object" else _EMPTY.get(dtype, "")
     return rows
 
 

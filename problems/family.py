@@ -140,7 +140,12 @@ class FamilySpec:
     @classmethod
     def of(cls, name: str, **params: Any) -> "FamilySpec":
         """Validate a family name and its parameters: ``ProblemError`` naming the argument
-        for an unknown family, parameter or kind."""
+        for an unknown family, parameter or kind, or a value its ``Param.check`` refuses."""
+        return cls._checked(name, f"family {name!r}", params)
+
+    @classmethod
+    def _checked(cls, name: str, where: str, params: dict[str, Any]) -> "FamilySpec":
+        """``of``, naming a refused value as found in ``where`` (the family, or the spec)."""
         fams = families()
         if name not in fams:
             raise ProblemError(f"family: expected one of {sorted(fams)}, got {name!r}")
@@ -157,8 +162,7 @@ class FamilySpec:
                 try:
                     checked[p.name] = p.check(checked[p.name])
                 except (ValueError, TypeError, OverflowError):
-                    raise ProblemError(f"family {name!r}: parameter {p.name!r}: expected {p.type}, "
-                                       f"got {checked[p.name]!r}") from None
+                    raise ProblemError(f"{where}: {p.name}: expected {p.type}, got {checked[p.name]!r}") from None
         return cls(name, {**checked, "kind": kind})
 
     @classmethod
@@ -171,7 +175,7 @@ class FamilySpec:
         name, items = split_spec(spec, "family spec")
         if None in items:
             raise ProblemError(f"family spec: expected key=value items in {spec!r}, got {items[None]!r}")
-        return cls.of(name, **{k: _literal(v) for k, v in items.items()})
+        return cls._checked(name, f"family spec {spec!r}", {k: _literal(v) for k, v in items.items()})
 
     def key(self) -> str:
         """The parameters as canonical JSON (kind included): equal specs, equal keys."""

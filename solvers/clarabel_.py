@@ -92,10 +92,13 @@ class ClarabelAdapter(Adapter):
         n, m_eq, m_ub = problem.n, problem.m_eq, problem.m_ub
         status = _STATUS.get(native, Status.ERROR)
         z = -np.asarray(z, float)
+        ray = np.full(n, np.nan)
+        if status is Status.UNBOUNDED:  # Clarabel's x is then its certificate: a ray, not a point
+            ray, x = np.asarray(x, float), np.full(n, np.nan)
         x = np.asarray(x, float) if status is not Status.INFEASIBLE else np.full(n, np.nan)
         return Solution(x=x, y_eq=z[:m_eq], y_ub=z[m_eq:m_eq + m_ub],
                         objective=obj_val if status is Status.OPTIMAL else float("nan"),
-                        status=status, iterations=iterations, native_status=native)
+                        status=status, iterations=iterations, native_status=native, extras={"ray": ray})
 
 
 ADAPTER = ClarabelAdapter

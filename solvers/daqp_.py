@@ -65,7 +65,9 @@ class DaqpAdapter(Adapter):
         settings = self.native_options()
         if problem.P is None:
             settings.setdefault("eps_prox", -1.0)
-        return (_forms.objective_matrix(problem), problem.c, A, upper, lower, sense), settings
+        # writeable copies: DAQP's Cython signature takes writeable buffers, and the problem's
+        # arrays are read-only (``check_standard_form``)
+        return (np.array(_forms.objective_matrix(problem)), np.array(problem.c), A, upper, lower, sense), settings
 
     def call_case(self, args):
         import daqp

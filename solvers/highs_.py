@@ -121,8 +121,9 @@ class HighsAdapter(Adapter):
         native = h.getModelStatus()
         info = h.getInfo()
         sol = h.getSolution()
-        infeasible = _STATUS.get(getattr(native, "name", str(native))) is Status.INFEASIBLE
-        ray = h.getDualRay() if infeasible else None  # read now: the next case replaces the model
+        status = _STATUS.get(getattr(native, "name", str(native)))
+        # rays are read now: the next case replaces the model
+        ray = h.getDualRay() if status is Status.INFEASIBLE else h.getPrimalRay() if status is Status.UNBOUNDED else None
         return (native, float(info.objective_function_value), int(max(info.simplex_iteration_count, 0)
                 + max(info.ipm_iteration_count, 0)), sol.value_valid, sol.dual_valid,
                 np.array(sol.col_value), np.array(sol.row_dual), ray)
@@ -134,6 +135,11 @@ class HighsAdapter(Adapter):
         n, m_eq = case.n, case.m_eq
         x = np.asarray(col_value, dtype=float) if value_valid else np.full(n, np.nan)
         row_dual = np.full(m_eq + case.m_ub, np.nan)
+        primal_ray = np.full(n, np.nan)
+        if status is Status.UNBOUNDED and ray is not None:
+            _, has_ray, values = ray
+            if has_ray and len(values) == n:
+                primal_ray = np.asarray(values, dtype=float)
         if status is Status.INFEASIBLE:
             if ray is not None:
                 _, has_ray, values = ray
@@ -146,6 +152,7 @@ class HighsAdapter(Adapter):
             x=x, y_eq=row_dual[:m_eq], y_ub=row_dual[m_eq:],
             objective=objective if status is Status.OPTIMAL else float("nan"), status=status,
             iterations=iterations, native_status=native_name, message=self._solver().modelStatusToString(native),
+            extras={"ray": primal_ray},
         )
 
 

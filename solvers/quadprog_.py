@@ -39,7 +39,8 @@ class QuadprogAdapter(Adapter):
         G_b, h_b = _forms.bound_rows(problem)
         C = np.vstack([problem.A_eq, -problem.A_ub, -G_b]).T
         b = np.concatenate([problem.b_eq, -problem.b_ub, -h_b])
-        return np.ascontiguousarray(problem.P, dtype=float), -problem.c, C, b, problem.m_eq
+        # a writeable copy of P: quadprog's Cython takes writeable buffers (the problem's are read-only)
+        return np.array(problem.P, dtype=float, order="C"), -problem.c, C, b, problem.m_eq
 
     def call_case(self, args):
         import quadprog

@@ -134,7 +134,9 @@ class BatchSolution:
     iterations: np.ndarray
     native_status: np.ndarray
     message: np.ndarray
-    #: per-case arrays (B, ...) an adapter adds, e.g. altproj's ``max_utilization``.
+    #: per-case arrays (B, ...) an adapter adds, e.g. altproj's ``max_utilization``, or
+    #: ``ray`` (B, n): a direction ``d`` along which the objective falls without bound
+    #: (the proof of an ``UNBOUNDED`` claim the verifier checks; NaN where there is none).
     extras: dict[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -150,10 +152,13 @@ class BatchSolution:
 
     @classmethod
     def stack(cls, solutions: list[Solution]) -> "BatchSolution":
-        """Stack per-case ``Solution`` objects (all of one problem shape)."""
+        """Stack per-case ``Solution`` objects (all of one problem shape); an ``extras`` key
+        every case has is stacked too."""
         if not solutions:
             raise ProblemError("solutions: expected at least one Solution, got an empty list")
+        common = set(solutions[0].extras).intersection(*(s.extras for s in solutions[1:]))
         return cls(
+            extras={k: np.stack([np.asarray(s.extras[k]) for s in solutions]) for k in sorted(common)},
             x=np.stack([s.x for s in solutions]),
             y_eq=np.stack([s.y_eq for s in solutions]),
             y_ub=np.stack([s.y_ub for s in solutions]),

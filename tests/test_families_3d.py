@@ -129,7 +129,7 @@ def test_near_boundary_batches_straddle_the_boundary(base, eps):
 def test_near_boundary_is_deterministic_and_validates():
     a = problems.generate("near-boundary", 10, 5)
     assert a.content_hash() == problems.generate("near-boundary", 10, 5).content_hash()
-    with pytest.raises(ProblemError, match="base: expected one of"):
+    with pytest.raises(ProblemError, match="base: expected planar-box or cube-3d, got 'sphere'"):
         problems.generate("near-boundary", 3, 0, base="sphere")
 
 

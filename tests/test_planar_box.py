@@ -56,8 +56,8 @@ def test_random_cases_mix_supported_and_unsupported():
     (dict(family="planar-box", n=0), "n: expected a positive integer"),
     (dict(family="planar-box", n=3, speed=2), "does not take ['speed']"),
     (dict(family="planar-box", n=3, kind="qp"), "kind: family 'planar-box' generates"),
-    (dict(family="planar-box", n=3, mu=(0.5, 0.1)), "mu: expected a range"),
-    (dict(family="planar-box", n=3, drop=2.0), "drop: expected a probability"),
+    (dict(family="planar-box", n=3, mu=(0.5, 0.1)), "mu: expected (low, high), 0 < low <= high, got (0.5, 0.1)"),
+    (dict(family="planar-box", n=3, drop=2.0), "drop: expected float in [0, 1], got 2.0"),
 ])
 def test_bad_parameters_name_the_argument(kwargs, words):
     with pytest.raises(ProblemError) as err:

@@ -204,17 +204,21 @@ def test_complex_and_zero_variable_inputs_are_refused():
 
 
 def test_rejected_highs_option_is_an_error_not_a_silent_default(tmp_path):
-    with pytest.raises(ProblemError, match="primal_feasibility_tolerance"):
+    # outside the option's declared range: refused when the spec is parsed (issue 24)
+    with pytest.raises(ProblemError, match="primal_feasibility_tolerance': expected a number > 0"):
         solvers.get("highs", primal_feasibility_tolerance=-1)
-    with pytest.raises(ProblemError, match="threads"):
+    with pytest.raises(ProblemError, match="threads': expected an integer >= 0"):
         solvers.from_spec("highs[threads=-7]")
+    # inside it, but outside HiGHS' own range (>= 1e-10): HiGHS' rejection is an error too
+    with pytest.raises(ProblemError, match="HiGHS rejects primal_feasibility_tolerance=1e-12"):
+        solvers.get("highs", primal_feasibility_tolerance=1e-12)
     from typer.testing import CliRunner
 
     from bench.cli import app
 
-    res = CliRunner().invoke(app, ["run", "-f", "planar-box", "-s", "highs[primal_feasibility_tolerance=-1,threads=-7]",
+    res = CliRunner().invoke(app, ["run", "-f", "planar-box", "-s", "highs[primal_feasibility_tolerance=1e-12]",
                                    "--n", "4", "--out", str(tmp_path / "o")])
-    assert res.exit_code == 2 and "primal_feasibility_tolerance=-1.0" in res.output and "threads=-7" in res.output
+    assert res.exit_code == 2 and "primal_feasibility_tolerance=1e-12" in res.output
     assert not (tmp_path / "o").exists()
 
 

@@ -126,3 +126,36 @@ def farkas_check(A_eq: np.ndarray, b_eq: np.ndarray, A_ub: np.ndarray, b_ub: np.
     ok &= finite_rows(y_eq) & finite_rows(y_ub) & ~np.isnan(gap) & np.isfinite(value)
     return pd.DataFrame({"cert_gap": gap, "cert_value": value, "certificate_ok": ok})
 
+
+
+def ray_check(batch, ray: np.ndarray, tol: Tolerances) -> pd.DataFrame:
+    """Float64 check that ``ray`` (B, n) proves a standard-form problem of ``batch``
+    unbounded below, should it be feasible: with ``d`` scaled to unit max-norm,
+    ``A_eq d = 0``, ``A_ub d <= 0``, ``d >= 0`` on variables with a finite lower bound, ``d``
+    in every cone, ``P d = 0``, and ``c @ d < 0``; then ``x + t d`` stays feasible and its
+    objective falls without bound as ``t`` grows.
+
+    Columns: ``ray_gap`` (the largest violation of those conditions, relative to
+    ``1 + max |A|, |P|``), ``ray_value`` (``-c @ d``) and ``ray_ok`` (``certificate_passes``,
+    the rule every certificate follows). A NaN ray (an adapter that gave none) is not ok."""
+    B, n = batch.c.shape
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        scale = np.max(np.abs(ray), axis=1, initial=0.0)
+        d = ray / scale[:, None]
+        parts = [np.max(np.abs(np.einsum("bmn,bn->bm", batch.A_eq, d)), axis=1, initial=0.0),
+                 np.max(np.einsum("bmn,bn->bm", batch.A_ub, d), axis=1, initial=0.0)]
+        mags = [np.max(np.abs(batch.A_eq.reshape(B, -1)), axis=1, initial=0.0),
+                np.max(np.abs(batch.A_ub.reshape(B, -1)), axis=1, initial=0.0)]
+        lb = batch.lb if batch.lb is not None else np.zeros((B, n))
+        parts.append(np.max(np.where(np.isfinite(lb), -d, 0.0), axis=1, initial=0.0))
+        if batch.cones is not None and len(batch.cones):
+            idx = batch.cones
+            parts.append(np.max(np.hypot(d[:, idx[:, 1]], d[:, idx[:, 2]]) - batch.cone_mu * d[:, idx[:, 0]],
+                                axis=1))
+        if batch.P is not None:
+            parts.append(np.max(np.abs(np.einsum("bij,bj->bi", batch.P, d)), axis=1, initial=0.0))
+            mags.append(np.max(np.abs(batch.P.reshape(B, -1)), axis=1, initial=0.0))
+        gap = np.maximum.reduce(parts) / (1.0 + np.maximum.reduce(mags))
+        value = -np.einsum("bn,bn->b", batch.c, d)
+    ok = (scale > 0) & finite_rows(ray) & certificate_passes(gap, value, tol) & np.isfinite(value)
+    return pd.DataFrame({"ray_gap": gap, "ray_value": value, "ray_ok": ok})

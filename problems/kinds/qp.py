@@ -30,11 +30,11 @@ from solvers.errors import ProblemError
 
 from ..batch import ProblemBatch
 from .base import Kind
-from .checks import DEFAULT_TOLERANCES, Tolerances, farkas_check, finite_rows
+from .checks import DEFAULT_TOLERANCES, Tolerances, farkas_check, finite_rows, ray_check
 
 #: the QP / SOCP float64 reference: Clarabel at 1e-10, never the registry's ``clarabel``.
 QP_REFERENCE = (ClarabelAdapter, "clarabel", "high_accuracy")
-VERDICTS = ("feasible", "infeasible", "uncertain", "failed")
+VERDICTS = ("feasible", "infeasible", "unbounded", "uncertain", "failed")
 
 
 def _qp_primal(batch, x: np.ndarray) -> pd.DataFrame:
@@ -86,6 +86,14 @@ def _qp_certificate(batch, solution, tol: Tolerances) -> pd.DataFrame:
                         solution.y_eq, solution.y_ub, tol)
 
 
+def solution_rays(solution) -> np.ndarray:
+    """The rays an adapter returned (``extras['ray']``, (B, n)), NaN where it gave none."""
+    ray = solution.extras.get("ray") if solution.extras else None
+    if ray is None:
+        return np.full(solution.x.shape, np.nan)
+    return np.asarray(ray, dtype=float).reshape(solution.x.shape)
+
+
 def qp_objective(batch, x: np.ndarray) -> np.ndarray:
     """``c@x + 0.5 x@P@x`` per case, recomputed in float64 from ``x``."""
     with np.errstate(invalid="ignore", over="ignore"):
@@ -99,40 +107,51 @@ def verify_qp(batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataF
     """Per-case verdicts and residuals for a QP / SOCP batch (see module docstring).
 
     ``verdict``: ``feasible`` (``x`` passes the primal check), ``infeasible`` (the duals
-    pass ``farkas_check``: a certificate, whatever the solver said), ``uncertain`` (a
-    finite answer, or a claim, that proves neither; both proofs at once is uncertain
-    too) or ``failed`` (no finite ``x``, no certificate, no claim of infeasibility).
+    pass ``farkas_check``: a certificate, whatever the solver said), ``unbounded`` (the
+    adapter's ``extras['ray']`` passes ``ray_check``: a direction of unbounded descent),
+    ``uncertain`` (a finite answer, or a claim, that proves none of these; contradictory
+    proofs are uncertain too) or ``failed`` (no finite ``x``, no proof, no claim of
+    infeasibility or unboundedness).
     Columns: ``verdict``, ``primal_residual``, ``eq_residual``, ``max_cone_utilization``,
-    ``dual_residual``, ``certified``, ``cert_gap``, ``cert_value``, ``qp_objective``
+    ``ray_gap``, ``ray_value``, ``ray_ok``, ``dual_residual``, ``certified``, ``cert_gap``, ``cert_value``, ``qp_objective``
     (from ``x``), ``said`` (the solver's status value, recorded, never trusted).
     """
     primal = _qp_primal(batch, solution.x)
     cert = _qp_certificate(batch, solution, tol)
-    said_infeasible = np.asarray(solution.status == Status.INFEASIBLE, dtype=bool)
+    ray = ray_check(batch, solution_rays(solution), tol)
+    said = np.asarray([s.value for s in solution.status])
+    said_infeasible = said == Status.INFEASIBLE.value
+    said_unbounded = said == Status.UNBOUNDED.value
     feasible = primal["primal_residual"].to_numpy() <= tol.qp_residual
     certified = cert["certificate_ok"].to_numpy()
+    has_ray = ray["ray_ok"].to_numpy()
     finite = finite_rows(solution.x)
-    verdict = np.where(feasible & ~certified, "feasible",
-                       np.where(certified & ~feasible, "infeasible",
-                                np.where(finite | said_infeasible | certified, "uncertain", "failed")))
-    return pd.concat([pd.DataFrame({"verdict": verdict}), primal, pd.DataFrame({
+    verdict = np.select(
+        [certified & (feasible | has_ray), feasible & ~certified & ~has_ray, certified, has_ray],
+        ["uncertain", "feasible", "infeasible", "unbounded"],
+        default=np.where(finite | said_infeasible | said_unbounded, "uncertain", "failed"))
+    return pd.concat([pd.DataFrame({"verdict": verdict}), primal, ray, pd.DataFrame({
         "dual_residual": _qp_dual(batch, solution),
         "certified": certified,
         "cert_gap": cert["cert_gap"].to_numpy(), "cert_value": cert["cert_value"].to_numpy(),
         "qp_objective": qp_objective(batch, solution.x),
-        "said": [s.value for s in solution.status],
+        "said": said,
     })], axis=1)
 
 
 def qp_outcomes(checked: pd.DataFrame, ref: pd.DataFrame, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
     """``outcome`` and ``rel_gap`` per case from ``verify_qp`` rows and the reference rows
-    (``truth`` feasible / infeasible / unknown, ``ref_objective``).
+    (``truth`` feasible / infeasible / unbounded / unknown, ``ref_objective``).
 
     ``correct`` needs a verified answer: a feasible ``x`` within ``qp_gap`` of the
-    reference optimum, or a certified ``infeasible`` where the reference is infeasible.
-    An uncertified infeasibility claim is ``uncertain``; a certificate on a problem the
-    reference solved is ``false_reject``; a feasible ``x`` on an infeasible reference,
-    or an ``x`` that fails the primal check under an OPTIMAL claim, is ``false_accept``.
+    reference optimum, a certified ``infeasible`` where the reference is infeasible, or a
+    verified ray (``unbounded``) where the reference is unbounded (feasible, with a
+    verified ray of its own). An uncertified infeasibility or unboundedness claim is
+    ``uncertain``; a certificate on a problem the reference solved is ``false_reject``; a
+    feasible ``x`` on an infeasible reference, an ``x`` that fails the primal check under an
+    OPTIMAL claim, or a ray claimed on an infeasible problem, is ``false_accept``; a
+    feasible ``x`` claimed OPTIMAL on an unbounded problem is ``suboptimal`` (safe forces,
+    wrong answer: the optimum is infinitely far below).
     """
     v = checked["verdict"].to_numpy()
     said_optimal = checked["said"].to_numpy() == Status.OPTIMAL.value
@@ -141,34 +160,41 @@ def qp_outcomes(checked: pd.DataFrame, ref: pd.DataFrame, tol: Tolerances = DEFA
         gap = (checked["qp_objective"].to_numpy() - ref["ref_objective"].to_numpy()) / (
             1.0 + np.abs(ref["ref_objective"].to_numpy()))
     feasible_ref = truth == "feasible"
+    unbounded_ref = truth == "unbounded"
     outcome = np.select(
         [truth == "unknown",
          feasible_ref & (v == "feasible") & (gap <= tol.qp_gap),
          feasible_ref & (v == "feasible"),
          (truth == "infeasible") & (v == "infeasible"),
+         unbounded_ref & (v == "unbounded"),
          (v == "infeasible"),
          v == "failed",
-         (truth == "infeasible") & (v == "feasible"),
+         (truth == "infeasible") & np.isin(v, ["feasible", "unbounded"]),
+         unbounded_ref & (v == "feasible") & said_optimal,
          said_optimal & (v == "uncertain") & np.isfinite(checked["primal_residual"].to_numpy())],
-        ["uncertain", "correct", "suboptimal", "correct", "false_reject", "failed", "false_accept", "false_accept"],
+        ["uncertain", "correct", "suboptimal", "correct", "correct", "false_reject", "failed", "false_accept",
+         "suboptimal", "false_accept"],
         default="uncertain",
     )
     return pd.DataFrame({"outcome": outcome, "rel_gap": np.where(feasible_ref, gap, np.nan)})
 
 
 def qp_reference_rows(batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
-    """QP / SOCP reference rows: ``truth`` is ``feasible`` when the reference's ``x`` passes
-    the verifier's primal check, ``infeasible`` when its duals are a certificate (or the
-    equality rows have no least-squares solution, itself a certificate), else ``unknown``
-    (every solver's outcome on such a case is ``uncertain``). ``ref_objective`` is
-    recomputed from its ``x``."""
+    """QP / SOCP / LP reference rows: ``truth`` is ``feasible`` when the reference's ``x``
+    passes the verifier's primal check, ``infeasible`` when its duals are a certificate (or
+    the equality rows have no least-squares solution, itself a certificate), ``unbounded``
+    when its ``x`` is feasible and its ray passes ``ray_check`` (``ref_objective`` -inf),
+    else ``unknown`` (every solver's outcome on such a case is ``uncertain``).
+    ``ref_objective`` is recomputed from its ``x``."""
     checked = verify_qp(batch, solution, tol)
-    truth = np.select([checked["verdict"] == "feasible", checked["verdict"] == "infeasible"],
-                      ["feasible", "infeasible"], default="unknown")
+    unbounded = (checked["verdict"] == "unbounded") & (checked["primal_residual"] <= tol.qp_residual)
+    truth = np.select([checked["verdict"] == "feasible", checked["verdict"] == "infeasible", unbounded],
+                      ["feasible", "infeasible", "unbounded"], default="unknown")
     # Clarabel stops with InsufficientProgress on some rank-deficient, inconsistent equality
     # blocks (two-foot stances); equalities with no least-squares solution decide those.
     truth = np.where((truth == "unknown") & ~equalities_consistent(batch), "infeasible", truth)
-    return pd.DataFrame({"truth": truth, "ref_objective": np.where(truth == "feasible", checked["qp_objective"], np.nan),
+    objective = np.where(truth == "feasible", checked["qp_objective"], np.where(truth == "unbounded", -np.inf, np.nan))
+    return pd.DataFrame({"truth": truth, "ref_objective": objective,
                          "ref_verdict": checked["verdict"], "ref_status": checked["said"],
                          "ref_primal_residual": checked["primal_residual"]})
 
@@ -185,6 +211,42 @@ def equalities_consistent(batch, rtol: float = 1e-9) -> np.ndarray:
     return out
 
 
+def complete_unbounded(kind, batch, solution):
+    """``solution`` with, on every case its reference solver called ``UNBOUNDED``, a ray
+    (``extras['ray']``) and a feasible ``x`` where the solver returned none that verifies:
+    the ray from ``min c@d`` over the recession cone cut to ``-1 <= d <= 1`` (``P d = 0``
+    for a QP), the point from the problem with a zero objective, both solved by the same
+    reference solver. The verifier then decides whether they prove the case unbounded
+    (``qp_reference_rows``). Only the unbounded cases are walked (rare: none in the
+    generated families)."""
+    said = np.asarray([s is Status.UNBOUNDED for s in solution.status], dtype=bool)
+    if not said.any():
+        return solution
+    from dataclasses import replace
+
+    cls, _dist, profile = kind.reference_solver
+    solver = cls(profile)
+    rays, x = solution_rays(solution).copy(), np.array(solution.x, dtype=float)
+    ok = ray_check(batch, rays, DEFAULT_TOLERANCES)["ray_ok"].to_numpy()
+    for i in np.flatnonzero(said):
+        case = batch.subset(np.array([i]))
+        n = case.c.shape[1]
+        lb = case.lb[0] if case.lb is not None else np.zeros(n)
+        cones = {"cones": case.cones, "cone_mu": case.cone_mu[0]} if case.cones is not None else {}
+        if not ok[i]:
+            A_eq = case.A_eq[0] if case.P is None else np.vstack([case.A_eq[0], case.P[0]])
+            d = solver.solve(case.c[0], A_eq, np.zeros(len(A_eq)), np.vstack([case.A_ub[0], np.eye(n)]),
+                             np.concatenate([np.zeros(case.A_ub.shape[1]), np.ones(n)]),
+                             lb=np.where(np.isfinite(lb), 0.0, -1.0), **cones)
+            if d.status is Status.OPTIMAL:
+                rays[i] = d.x
+        if not finite_rows(x[i:i + 1])[0]:
+            point = solver.solve(np.zeros(n), case.A_eq[0], case.b_eq[0], case.A_ub[0], case.b_ub[0], lb=lb, **cones)
+            if point.status is Status.OPTIMAL:
+                x[i] = point.x
+    return replace(solution, x=x, extras={**solution.extras, "ray": rays})
+
+
 class QpKind(Kind):
     """Standard-form QPs (see module docstring); ``socp`` and ``lp`` subclass it."""
 
@@ -194,7 +256,8 @@ class QpKind(Kind):
     outcomes = ("correct", "suboptimal", "false_accept", "false_reject", "uncertain", "failed")
     reference_solver = QP_REFERENCE
     columns = {"verdict": "str", "primal_residual": "float64", "eq_residual": "float64",
-               "max_cone_utilization": "float64", "dual_residual": "float64", "certified": "bool",
+               "max_cone_utilization": "float64", "ray_gap": "float64", "ray_value": "float64", "ray_ok": "bool",
+               "dual_residual": "float64", "certified": "bool",
                "cert_gap": "float64", "cert_value": "float64", "qp_objective": "float64", "said": "str",
                "truth": "str", "ref_objective": "float64", "ref_verdict": "str", "ref_status": "str",
                "ref_primal_residual": "float64", "rel_gap": "float64", "outcome": "str"}
@@ -222,6 +285,10 @@ class QpKind(Kind):
             meta.assign(scene_index=np.arange(len(qps))).reset_index(drop=True), dict(params or {}),
             P, lb, None if cones is None else np.asarray(cones, dtype=np.int64),
             None if cones is None else stack("cone_mu"))
+
+    def solve_reference(self, batch):
+        """The reference's answers, completed where it says ``UNBOUNDED`` (``complete_unbounded``)."""
+        return complete_unbounded(self, batch, super().solve_reference(batch))
 
     def reference_rows(self, batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
         return qp_reference_rows(batch, solution, tol)
