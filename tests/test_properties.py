@@ -250,3 +250,81 @@ def test_jax_adapter_returns_a_status_and_optimal_is_finite(name, dtype, data):
     assert isinstance(s.status, Status)
     if s.status is Status.OPTIMAL:
         assert np.all(np.isfinite(s.x)) and np.isfinite(s.objective)
+
+
+# ------------------------------------------------------------------ issue 24: inputs, rays, case keys
+FINITE = st.floats(-10, 10, allow_nan=False, allow_infinity=False, width=64)
+
+
+@given(st.integers(1, 4), st.integers(1, 5), st.integers(0, 3), st.data())
+def test_standard_form_arrays_are_read_only_and_never_alias_the_callers(batch, n, m, data):
+    """What an adapter receives cannot be written, and the caller's arrays stay the caller's:
+    writing into them after the check changes nothing the adapter sees (issue 24, item 1)."""
+    c = data.draw(hnp.arrays(np.float64, (batch, n), elements=FINITE))
+    A = data.draw(hnp.arrays(np.float64, (batch, m, n), elements=FINITE))
+    b = data.draw(hnp.arrays(np.float64, (batch, m), elements=FINITE))
+    std = check_standard_form(c, np.zeros((batch, 0, n)), np.zeros((batch, 0)), A, b, batched=True)
+    snapshot = {k: getattr(std, k).copy() for k in ("c", "A_ub", "b_ub", "lb")}
+    for name in ("c", "A_eq", "b_eq", "A_ub", "b_ub", "lb", "cones", "cone_mu"):
+        arr = getattr(std, name)
+        assert not arr.flags.writeable, name
+        with pytest.raises(ValueError):
+            arr[...] = 0.0
+    c[...], A[...], b[...] = 7.0, 7.0, 7.0
+    for key, value in snapshot.items():
+        np.testing.assert_array_equal(getattr(std, key), value)
+    one = std.case(0)
+    assert not one.c.flags.writeable and not one.A_ub.flags.writeable
+
+
+def _lp_batch(c, A_eq, A_ub, b_ub, lb=None, P=None):
+    B, n = c.shape
+    return problems.ProblemBatch("t", "lp" if P is None else "qp", c, A_eq, np.zeros((B, A_eq.shape[1])), A_ub,
+                                 b_ub, pd.DataFrame({"i": range(B)}), P=P, lb=lb)
+
+
+@given(st.integers(2, 5), st.integers(0, 3), st.integers(0, 3), st.data())
+def test_a_constructed_descent_ray_verifies_and_its_opposite_objective_does_not(n, m_eq, m_ub, data):
+    """Rays built to satisfy the conditions (in the null space of A_eq, A_ub d <= 0, d >= 0)
+    pass ``ray_check`` when ``c @ d < 0`` and fail for ``-c`` (c @ d > 0): the verifier's
+    unboundedness proof is exactly the recession-direction condition (issue 24, item 2)."""
+    from problems.kinds.checks import DEFAULT_TOLERANCES, ray_check
+
+    d = data.draw(hnp.arrays(np.float64, n, elements=st.floats(0, 1)))
+    assume(d.max() > 0.1)
+    A_eq = data.draw(hnp.arrays(np.float64, (m_eq, n), elements=FINITE))
+    A_eq = A_eq - np.outer(A_eq @ d, d) / (d @ d)  # rows orthogonal to d: A_eq d = 0
+    A_ub = data.draw(hnp.arrays(np.float64, (m_ub, n), elements=FINITE))
+    A_ub = A_ub - np.outer(np.maximum(A_ub @ d, 0.0) + 1.0, d) / (d @ d)  # A_ub d = min(A_ub d, 0) - 1 < 0
+    c = data.draw(hnp.arrays(np.float64, n, elements=FINITE))
+    c = c - (c @ d + 1.0) * d / (d @ d)  # c @ d = -1
+    batch = _lp_batch(c[None], A_eq[None], A_ub[None], np.ones((1, m_ub)))
+    assert ray_check(batch, d[None], DEFAULT_TOLERANCES)["ray_ok"].tolist() == [True]
+    assert ray_check(_lp_batch(-c[None], A_eq[None], A_ub[None], np.ones((1, m_ub))), d[None],
+                     DEFAULT_TOLERANCES)["ray_ok"].tolist() == [False]
+    assert ray_check(batch, np.full((1, n), np.nan), DEFAULT_TOLERANCES)["ray_ok"].tolist() == [False]
+    bad = d.copy()  # pointing out of x >= 0 on a bounded variable: no ray
+    bad[np.argmin(d)] = -1.0
+    assert not ray_check(batch, bad[None], DEFAULT_TOLERANCES)["ray_ok"].any()
+
+
+@given(st.integers(1, 6), st.data())
+def test_case_hashes_name_content_whatever_the_order_or_the_seed(cases, data):
+    """A case's hash depends on its content alone: permuting the batch permutes the hashes,
+    equal cases hash equal, and one changed entry changes that case's hash only (issue 24,
+    item 3)."""
+    batch = problems.generate("planar-box", cases, data.draw(st.integers(0, 2**31)))
+    h = batch.case_hashes()
+    assert len(set(h)) == cases and all(len(x) == 32 for x in h)
+    order = np.array(data.draw(st.permutations(range(cases))))
+    np.testing.assert_array_equal(batch.subset(order).case_hashes(), h[order])
+    twice = batch.subset(np.array([0, 0]))
+    assert twice.case_hashes()[0] == twice.case_hashes()[1] == h[0]
+    i = data.draw(st.integers(0, cases - 1))
+    changed = batch.subset(np.arange(cases))
+    b_eq = changed.b_eq.copy()
+    b_eq[i, 0] = np.nextafter(b_eq[i, 0], np.inf)  # one bit of one entry
+    from dataclasses import replace
+
+    after = replace(changed, b_eq=b_eq).case_hashes()
+    assert after[i] != h[i] and np.array_equal(np.delete(after, i), np.delete(h, i))

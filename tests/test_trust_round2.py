@@ -521,3 +521,23 @@ def test_10_a_cell_file_missing_columns_is_skipped_or_completed_never_a_tracebac
         recommend.assess(publish.prepare_rows(rows), recommend.Thresholds(0.5, 0.5, 0.5, 1e9, 0.95))
     res = cb("report", run, tmp_path / "drop-n_scenes", "--out", tmp_path / "both", cwd=tmp_path, check=0)
     assert "missing columns ['n_scenes']" in res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("special", ["socket", "device", "folder"])
+def test_15_other_special_files_named_npz_are_refused(tmp_path, special):
+    import socket
+
+    import problems
+
+    folder = _files_folder(tmp_path / "lps", 2)
+    target = folder / "a.npz"  # read first (name order)
+    if special == "socket":
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(target))
+    elif special == "device":
+        target.symlink_to("/dev/zero")  # a character device behind a link: never read
+    else:
+        target.mkdir()
+    what = {"socket": "a socket", "device": "a device", "folder": "a folder"}[special]
+    with pytest.raises(ProblemError, match=f"a.npz: is {what}, not a regular .npz file"):
+        problems.generate("files", 2, 0, path=str(folder), kind="lp")
