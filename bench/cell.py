@@ -52,6 +52,15 @@ class CellResult:
     reason: str = ""
 
 
+def jax_matmul_precision(adapter) -> str:
+    """The matmul precision the adapter's JAX solve ran with (``solvers._jax.MATMUL_PRECISION``),
+    or '' for an adapter that does not compute with JAX."""
+    from solvers import _jax
+
+    on_jax = isinstance(adapter, _jax.JaxBatchedAdapter) or adapter.settings.get("backend") == "jax"
+    return _jax.MATMUL_PRECISION if on_jax else ""
+
+
 def batch_for(cell: Cell) -> problems.ProblemBatch:
     """The cell's problem batch (pure function of the cell's problem fields)."""
     return problems.generate(cell.family, cell.n, cell.seed)
@@ -151,7 +160,8 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
     device_mb, model, device_id = device_memory(cell.device)
     if cell.device == "cpu":  # the CPU model says more than JAX's device kind ("cpu")
         model = str(env.get("env_cpu", ""))
-    env = {**env, "env_jax_devices": jax_devices(), "env_xla_flags": os.environ.get("XLA_FLAGS", "")}
+    env = {**env, "env_jax_devices": jax_devices(), "env_xla_flags": os.environ.get("XLA_FLAGS", ""),
+           "env_jax_matmul_precision": jax_matmul_precision(adapter)}
     rows = base_rows(cell, batch, ref, env, run_id)  # (env after the solve: its import is not timed)
     solution = timed.solution
     checked = judge(batch, solution, ref, DEFAULT_TOLERANCES)

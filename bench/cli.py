@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import re
 import shlex
 import sys
 import tempfile
@@ -212,8 +211,6 @@ def _resumed_grid(ctx: typer.Context, out: Path, run_id: Optional[str], cells: l
     """``(cells, skipped, timeout)`` a ``--resume`` continues: the grid its ``run.json``
     recorded. Grid options given on the command line must name that same grid
     (``ProblemError`` naming them otherwise); ``--timeout`` may change, else the recorded one."""
-    import click
-
     run_dir = rundir.resume_dir(out, run_id)
     manifest = rundir.read_manifest(run_dir)
     if not isinstance(manifest.get("cells"), list):

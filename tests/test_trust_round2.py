@@ -496,7 +496,6 @@ def test_api_misuse_raises_problem_error_naming_the_argument(tmp_path):
 
 # ------------------------------------------------------------------ 10: a cell file missing columns
 def test_10_a_cell_file_missing_columns_is_skipped_or_completed_never_a_traceback(tmp_path):
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from bench import publish, recommend, report

@@ -1,0 +1,65 @@
+"""Issue 22, item 1: float32 means float32 on every device. Every JAX adapter traces and
+runs its solve with matmul precision HIGHEST (not TF32 on an NVIDIA GPU), in its own scope.
+
+Each adapter solves a small batch in a fresh process with XLA's HLO dump on; every dot
+operation XLA was given must carry ``operand_precision={highest,highest}``. Without the
+adapter's precision scope the dots carry no precision (JAX's default: TF32 on a GPU), and
+this test fails. It runs on the CPU: the precision is in the program, whatever the device.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import solvers
+
+#: adapter spec -> the family it solves here (float32)
+JAX_ADAPTERS = {
+    "linrax": "planar-box", "linrax-hold": "planar-box", "qpax": "planar-box", "mpax": "planar-box",
+    "exact-planar[jax]": "planar-box", "altproj": "quadruped[kind=socp]",
+}
+#: adapters whose algorithm has matrix products (exact-planar's closed form has none)
+HAS_DOTS = {"linrax", "linrax-hold", "qpax", "mpax", "altproj"}
+
+SCRIPT = """
+import problems, solvers
+batch = problems.generate(problems.FamilySpec.parse({family!r}), 4, 0)
+adapter = solvers.get({spec!r}, dtype="float32")
+adapter.solve_batch(*batch.arrays(), **batch.extra())
+"""
+
+
+@pytest.mark.parametrize("spec", sorted(JAX_ADAPTERS))
+def test_every_dot_of_a_jax_adapter_is_traced_at_highest_precision(tmp_path, spec):
+    name = spec.split("[")[0]
+    if solvers.available().get(name):
+        pytest.skip(solvers.available()[name])
+    dump = tmp_path / "hlo"
+    env = {**os.environ, "XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text", "JAX_PLATFORMS": "cpu"}
+    env.pop("JAX_DEFAULT_MATMUL_PRECISION", None)  # the adapter's own scope must do it
+    res = subprocess.run([sys.executable, "-c", SCRIPT.format(family=JAX_ADAPTERS[spec], spec=spec)], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    dots = [line for file in sorted(dump.glob("*before_optimizations.txt"))
+            for line in file.read_text().splitlines() if re.search(r"\bdot\(", line)]
+    if name in HAS_DOTS:
+        assert dots, f"{spec}: no dot operation found in the dumped HLO"
+    loose = [line.strip()[:200] for line in dots if "operand_precision={highest,highest}" not in line]
+    assert loose == [], f"{spec}: dots without HIGHEST precision"
+
+
+def test_the_rows_record_the_matmul_precision(tmp_path):
+    from bench import runner
+    from bench.grid import Cell
+
+    cells = [Cell.of("planar-box", 4, 0, s, "float32" if s == "linrax" else "float64", "cpu", 1)
+             for s in ("linrax", "highs")]
+    results = runner.run_cells(cells, tmp_path / "run", "p", timeout=300)
+    by = {r.cell.solver.name: r.rows for r in results}
+    assert (by["linrax"]["env_jax_matmul_precision"] == "highest").all()
+    assert (by["highs"]["env_jax_matmul_precision"] == "").all()
