@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python -m pytest -q -m benchmark tests/test_benchmarks.py --benchmark-enable \
 		--benchmark-json results/benchmarks.json
 	$(BIN)/python -m bench.native_speed
+	$(BIN)/python -m bench.overhead
 
 clean:
 	rm -rf $(VENV) results/runs results/latest results/site results/benchmarks.json .pytest_cache .asv

@@ -198,10 +198,11 @@ class JaxBatchedAdapter:
             raise AssertionError(f"{self.NAME} computed in {x.dtype}, expected {self.dtype}")
         status, native = self.status_of(code)
         x64 = x.astype(np.float64)
-        objective = np.array([_forms.objective_value(problem.case(i), x64[i]) for i in range(len(x64))])
+        with np.errstate(invalid="ignore", over="ignore"):
+            objective = _forms.objective_values(problem, x64)  # batched, array operations only
         objective = np.where(status == Status.OPTIMAL, objective, np.nan)
         return BatchSolution(
             x=x64, y_eq=y_eq.astype(np.float64), y_ub=y_ub[:, :problem.m_ub].astype(np.float64), objective=objective,
             status=status, iterations=np.asarray(iterations, dtype=np.int64).reshape(len(x64)),
-            native_status=np.asarray(native, dtype=object), message=np.array([""] * len(x64), dtype=object),
+            native_status=np.asarray(native, dtype=object), message=np.full(len(x64), "", dtype=object),
         )

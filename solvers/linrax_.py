@@ -16,14 +16,18 @@ Its own flags are recorded as the native status; the verifier never trusts them.
 
 from __future__ import annotations
 
-import numpy as np
-
-from . import _jax
+from . import _forms, _jax
 from ._linrax_std import basis_duals, standard_form
 from .base import Adapter, Conformance, Option, module_api
 from .types import Capabilities, Status
 
 LINRAX_VERSION = "0.3.0"
+#: code = 2 * feasible + bounded -> (Status, native flags)
+_STATUS = {
+    0: (Status.INFEASIBLE, "feasible=False,bounded=False"), 1: (Status.INFEASIBLE, "feasible=False,bounded=True"),
+    2: (Status.UNBOUNDED, "feasible=True,bounded=False"), 3: (Status.OPTIMAL, "feasible=True,bounded=True"),
+    None: Status.ERROR,
+}
 
 
 class LinraxAdapter(_jax.JaxBatchedAdapter, Adapter):
@@ -72,10 +76,7 @@ class LinraxAdapter(_jax.JaxBatchedAdapter, Adapter):
 
     def status_of(self, code):
         """code = 2*feasible + bounded -> Status, and the flags as the native status."""
-        feasible, bounded = code // 2 == 1, code % 2 == 1
-        status = np.where(~feasible, Status.INFEASIBLE, np.where(~bounded, Status.UNBOUNDED, Status.OPTIMAL))
-        native = [f"feasible={bool(f)},bounded={bool(b)}" for f, b in zip(feasible, bounded)]
-        return status.astype(object), native
+        return _forms.status_table(code, _STATUS)
 
 
 ADAPTER = LinraxAdapter

@@ -387,7 +387,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         """0 infeasible, 1 unbounded, 2 stopped by the cap (not optimal), 3 optimal."""
         names = np.array(["infeasible", "unbounded", "cap_reached", "optimal"], dtype=object)
         table = np.array([Status.INFEASIBLE, Status.UNBOUNDED, Status.MAX_ITER, Status.OPTIMAL], dtype=object)
-        return table[code], list(names[code])
+        return table[code], names[code]
 
 
 def _old_exit_cap(problem):

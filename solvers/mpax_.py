@@ -15,9 +15,7 @@ here, so every solve ends (``MAX_ITER``), with or without the harness's cell tim
 
 from __future__ import annotations
 
-import numpy as np
-
-from . import _jax
+from . import _forms, _jax
 from .base import Adapter, Conformance, Option, module_api
 
 #: iterations per solve when none is given (MPAX itself has no limit: an unbounded LP
@@ -104,8 +102,7 @@ class MpaxAdapter(_jax.JaxBatchedAdapter, Adapter):
                 jnp.asarray(r.iteration_count, jnp.int32))
 
     def status_of(self, code):
-        pairs = [_STATUS.get(int(c), (Status.ERROR, f"code {int(c)}")) for c in code]
-        return np.array([p[0] for p in pairs], dtype=object), [p[1] for p in pairs]
+        return _forms.status_table(code, {**_STATUS, None: Status.ERROR})
 
 
 ADAPTER = MpaxAdapter

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _jax
+from . import _forms, _jax
 from .base import Adapter, Conformance, Option, module_api
 from .types import Capabilities, Status
 
@@ -86,8 +86,8 @@ class QpaxAdapter(_jax.JaxBatchedAdapter, Adapter):
         return x, -y, -z[:m_ub], jnp.asarray(converged, jnp.int32), jnp.asarray(iters, jnp.int32)
 
     def status_of(self, code):
-        status = np.where(code == 1, Status.OPTIMAL, Status.MAX_ITER).astype(object)
-        return status, [f"converged={int(c)}" for c in code]
+        return _forms.status_table(code, {0: (Status.MAX_ITER, "converged=0"), 1: (Status.OPTIMAL, "converged=1"),
+                                         None: Status.MAX_ITER})
 
 
 ADAPTER = QpaxAdapter

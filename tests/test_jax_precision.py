@@ -63,3 +63,19 @@ def test_the_rows_record_the_matmul_precision(tmp_path):
     by = {r.cell.solver.name: r.rows for r in results}
     assert (by["linrax"]["env_jax_matmul_precision"] == "highest").all()
     assert (by["highs"]["env_jax_matmul_precision"] == "").all()
+
+
+def test_the_overhead_benchmark_measures_each_phase_against_the_raw_baseline():
+    """``python -m bench.overhead``'s table on a tiny batch: the phases add up to the end-to-end
+    time, the ratio is end to end over the raw jit(vmap) baseline (measured, not asserted)."""
+    from bench import overhead
+
+    if solvers.available().get("linrax"):
+        pytest.skip(solvers.available()["linrax"])
+    out = overhead.table(["linrax"], [64], rounds=2)
+    assert list(out["adapter"]) == ["linrax"] and list(out["device"])[0] == "cpu"
+    row = out.iloc[0]
+    parts = row["validate"] + row["prepare"] + row["run"] + row["finish"]
+    assert parts == pytest.approx(row["end_to_end"], rel=1e-6)
+    assert row["ratio"] == pytest.approx(row["end_to_end"] / row["raw_end_to_end"])
+    assert row["run"] > 0 and row["raw_end_to_end"] > 0
