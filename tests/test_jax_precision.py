@@ -75,7 +75,7 @@ def test_the_overhead_benchmark_measures_each_phase_against_the_raw_baseline():
     out = overhead.table(["linrax"], [64], rounds=2)
     assert list(out["adapter"]) == ["linrax"] and list(out["device"])[0] == "cpu"
     row = out.iloc[0]
-    parts = row["validate"] + row["prepare"] + row["run"] + row["finish"]
+    parts = row["validate"] + row["prepare"] + row["run"] + row["finish"]  # (a median of 2 is their mean)
     assert parts == pytest.approx(row["end_to_end"], rel=1e-6)
     assert row["ratio"] == pytest.approx(row["end_to_end"] / row["raw_end_to_end"])
     assert row["run"] > 0 and row["raw_end_to_end"] > 0
