@@ -202,6 +202,7 @@ def test_sigkill_of_the_run_takes_its_workers_with_it(tmp_path):
     assert list((tmp_path / "runs" / "k").glob("*.parquet")) == []
 
 
+@pytest.mark.serial  # a 1-second cell timeout: its guarantee needs the machine to itself
 def test_worker_start_up_does_not_count_against_the_timeout(tmp_path):
     """A 16-LP HiGHS cell was killed at --timeout 1 on main (spawn and imports counted)."""
     res = cb("run", "-f", "planar-box", "--n", "16", "--repeats", "1", "-s", "highs", "--timeout", "1",

@@ -106,7 +106,8 @@ def test_a_run_file_records_the_schema_version_and_old_files_are_upgraded(tmp_pa
     from bench import rundir
 
     rows = pd.DataFrame({"run_id": ["r"], "cell_id": ["c"], "family": ["planar-box"], "kind": ["lp1"],
-                         "solver": ["highs"], "dtype": ["float64"], "device": ["cpu"], "outcome": ["correct"]})
+                         "solver": ["highs"], "dtype": ["float64"], "device": ["cpu"], "outcome": ["correct"],
+                         "n_scenes": [1], "lp_index": [0]})  # bench.schema.REQUIRED_COLUMNS: every cell has them
     rundir.write_cell(rows, tmp_path / "c.parquet")
     meta = pq.read_schema(tmp_path / "c.parquet").metadata
     assert meta[schema.SCHEMA_KEY] == str(schema.SCHEMA_VERSION).encode()
