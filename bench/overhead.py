@@ -104,6 +104,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds per configuration")
     parser.add_argument("--adapters", default=",".join(ADAPTERS), help="JAX adapter specs, comma-separated")
     args = parser.parse_args(argv)
+    import os
+
+    from .execute import worker_xla_flags
+
+    # as in a cell's process: XLA's multi-threaded Eigen pool on CPU can wedge on large vmapped
+    # while loops (bench.execute.WORKER_XLA_FLAG); set before JAX is first imported
+    os.environ["XLA_FLAGS"] = worker_xla_flags(os.environ.get("XLA_FLAGS"))
     sizes = [int(v) for v in args.sizes.split(",") if v.strip()]
     if not sizes or min(sizes) < 1 or args.rounds < 1:
         parser.error("--sizes: expected integers >= 1; --rounds: an integer >= 1")
