@@ -219,7 +219,7 @@ def complete_unbounded(kind, batch, solution):
     reference solver. The verifier then decides whether they prove the case unbounded
     (``qp_reference_rows``). Only the unbounded cases are walked (rare: none in the
     generated families)."""
-    said = np.asarray([s is Status.UNBOUNDED for s in solution.status], dtype=bool)
+    said = np.asarray(solution.status == Status.UNBOUNDED, dtype=bool)
     if not said.any():
         return solution
     from dataclasses import replace
