@@ -134,6 +134,10 @@ def _children_allowed():
             me._config["daemon"] = True
 
 
+#: how the reason of a job that raised starts (``_Worker.run``; the rest is "<type>: <text>")
+RAISED = "worker raised outside the solver: "
+
+
 class _Worker:
     """One reusable worker process (see module docstring); ``run`` returns (state, reason)."""
 
@@ -191,7 +195,7 @@ class _Worker:
             return "crashed", f"worker exited with code {self.proc.exitcode} without results"
         if answer == "ok":
             return "done", ""
-        return "crashed", f"worker raised outside the solver: {str(answer).removeprefix('error: ')}"
+        return "crashed", f"{RAISED}{str(answer).removeprefix('error: ')}"
 
     @property
     def alive(self) -> bool:

@@ -18,12 +18,11 @@ from problems import get_kind
 from solvers.errors import ProblemError
 
 from .cell import batch_for, batch_name
+from .execute import RAISED
 from .grid import Cell
 
 #: the worker pool key of the generating process (cells use their dtype)
 POOL_KEY = "generate"
-#: how a worker's answer starts when its job raised (``bench.execute``)
-RAISED = "worker raised outside the solver: "
 #: exceptions of a job that mean the disk refused a write (``prepare`` raises OSError)
 WRITE_ERRORS = ("OSError", "PermissionError", "FileNotFoundError", "IsADirectoryError", "NotADirectoryError")
 
