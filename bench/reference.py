@@ -117,9 +117,11 @@ def _truth_of(rows: pd.DataFrame) -> np.ndarray:
 
 def cache_path(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES, cache_dir: Path | str | None = None) -> Path:
     """Where ``batch``'s reference answers are cached: the key hashes the batch's content,
-    the tolerances and the reference solver's identity (class, package version, options)."""
+    the tolerances, the reference solver's identity (class, package version, options) and
+    the family's generator version."""
     directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    key = hashlib.sha256(json.dumps({"tol": tol.as_dict(), "solver": reference_identity(batch)},
+    key = hashlib.sha256(json.dumps({"tol": tol.as_dict(), "solver": reference_identity(batch),
+                                     "generator_version": batch.params.get("generator_version", 1)},
                                     sort_keys=True).encode()).hexdigest()[:12]
     return directory / f"v{REFERENCE_VERSION}-{batch.content_hash()[:32]}-{key}.npz"
 

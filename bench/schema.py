@@ -20,7 +20,7 @@ from problems.kinds.checks import OUTCOMES
 from solvers.errors import ProblemError
 
 #: version written in every cell file's parquet metadata; bump when columns change meaning.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: parquet metadata key of the version.
 SCHEMA_KEY = b"contactbench_schema"
 
@@ -29,6 +29,7 @@ COLUMNS: dict[str, str] = {
     "run_id": "str", "cell_id": "str", "family": "str", "family_label": "str", "kind": "str",
     "family_params": "str", "n_scenes": "int64", "n_lps": "int64", "seed": "int64", "solver": "str",
     "solver_spec": "str", "settings": "str", "dtype": "str", "device": "str", "lp_index": "int64", "case_hash": "str",
+    "generator_version": "int64",
     "solver_label": "str", "profile": "str", "status": "str", "native_status": "str", "message": "str",
     "iterations": "int64", "objective": "float64", "outcome": "str", "error_type": "str", "error": "str",
     "repeats": "int64", "ms_batch_median": "float64", "ms_batch_min": "float64", "ms_batch_iqr": "float64",
@@ -65,7 +66,8 @@ def upgrade(rows: pd.DataFrame, version: int, source: str = "rows") -> pd.DataFr
     ``device_model`` (''). Version 3 lacks the per-repeat times ``ms_repeats`` and
     ``end_to_end_ms_repeats`` (None: no timing interval can be given). Version 4 lacks
     ``case_hash`` ('': such rows name a case by family, parameters, size, seed and index,
-    ``bench.intervals.case_ids``). A newer version raises
+    ``bench.intervals.case_ids``). Version 5 lacks ``generator_version`` (1: every family's
+    first sampler). A newer version raises
     ``SchemaError`` naming ``source``."""
     if version > SCHEMA_VERSION:
         raise SchemaError(f"{source}: written with results schema {version}; this contactbench reads schema "
@@ -87,6 +89,8 @@ def upgrade(rows: pd.DataFrame, version: int, source: str = "rows") -> pd.DataFr
                 rows[column] = None
         if "case_hash" not in rows:
             rows["case_hash"] = ""
+        if "generator_version" not in rows:
+            rows["generator_version"] = 1
     return rows
 
 

@@ -33,7 +33,7 @@ from . import params as valid
 from .family import Family, Param
 
 from . import contacts as geometry
-from .hold import HoldScene, Limits, pad, with_need
+from .hold import HoldScene, Limits, SceneBatch
 from .robust import corner_needs, lower_mu
 
 AXES = geometry.AXES
@@ -129,29 +129,73 @@ def scene(contacts: list[Contact] | tuple[Contact, ...], mu=0.5, push=(0.0,) * 6
     return HoldScene(W, GRAVITY_NEED - push, limits, tuple(labels))
 
 
-def random_contacts(rng: np.random.Generator, count: int, mu, kinds, limits: bool, fmax) -> list[Contact]:
-    """``count`` random contacts, the first on the bottom face (the cube rests on something)."""
-    out = []
-    for i in range(count):
-        kind = kinds[rng.integers(len(kinds))]
-        face = "-z" if i == 0 else list(FACES)[rng.integers(6)]
-        size = rng.uniform(0.1, 0.6)
-        center = tuple(rng.uniform(-(1 - size), 1 - size, 2)) if kind != "point" else tuple(rng.uniform(-0.9, 0.9, 2))
-        out.append(Contact(kind, face, center, size if kind != "point" else 0.0, rng.uniform(0, np.pi),
-                           rng.uniform(*mu), rng.uniform(*fmax) if limits else None))
-    return out
+#: the sampler's version, recorded in every row (``generator_version``) and in the reference
+#: cache key: version 2 draws with array operations (the same distribution as version 1's
+#: contact-by-contact draws, in another order, so other bytes for a seed) and records each
+#: contact's friction in ``mu_0`` ... (NaN for an absent contact) instead of one text column.
+GENERATOR_VERSION = 2
+FACE_NAMES = tuple(FACES)
+#: per face: the point at (u, v) = (0, 0), the u and v axes (6, 2, 3), the inward normal (6, 3)
+_FACE_ORIGIN = np.array([sign * np.eye(3)[axis] for axis, sign, _ in FACES.values()])
+_FACE_UV = np.array([np.eye(3)[list(uv)] for _, _, uv in FACES.values()])
+_FACE_NORMAL = -_FACE_ORIGIN
+_FACE_TANGENTS = np.array([np.stack(geometry.tangent_basis(nrm)) for nrm in _FACE_NORMAL])
+#: in-plane offsets of the 4 vertex slots: a face patch's corners (times ``size``), a
+#: segment's two ends repeated (times ``size * (cos angle, sin angle)``), a point's centre
+_PATCH = np.array([[-1.0, -1.0], [1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]])
+_SEGMENT = np.array([-1.0, 1.0, -1.0, 1.0])
+
+
+def contact_generators(face, kind, center, size, angle, mu, edges: int, inner: bool = True,
+                       offset: float = 0.0) -> np.ndarray:
+    """(..., 4 * edges, 6) wrench generators of contacts given as arrays of one shape (...):
+    ``face`` an index into ``FACE_NAMES``, ``kind`` into ``KINDS``, ``center`` (..., 2) and
+    ``size``, ``angle``, ``mu`` as in ``Contact``. Every contact has 4 vertex slots (a
+    segment repeats its ends, a point its centre: the same cone), vertex-major, each with
+    the pyramid of ``problems.contacts``."""
+    face, kind = np.asarray(face), np.asarray(kind)
+    size, angle = np.asarray(size, float)[..., None, None], np.asarray(angle, float)[..., None]
+    ends = np.stack([np.cos(angle), np.sin(angle)], axis=-1) * size  # (..., 1, 2)
+    offsets = np.where((kind == KINDS.index("face"))[..., None, None], _PATCH * size,
+                       np.where((kind == KINDS.index("edge"))[..., None, None], _SEGMENT[:, None] * ends, 0.0))
+    uv = np.asarray(center, float)[..., None, :] + offsets  # (..., 4, 2)
+    points = _FACE_ORIGIN[face][..., None, :] + np.einsum("...vi,...ij->...vj", uv, _FACE_UV[face])
+    mu_edge = np.asarray(mu, float) if inner else np.asarray(mu, float) / np.cos(np.pi / edges)
+    th = offset + 2 * np.pi * np.arange(edges) / edges
+    t1, t2 = _FACE_TANGENTS[face][..., 0, :], _FACE_TANGENTS[face][..., 1, :]  # (..., 3)
+    spread = np.cos(th)[:, None] * t1[..., None, :] + np.sin(th)[:, None] * t2[..., None, :]  # (..., E, 3)
+    forces = _FACE_NORMAL[face][..., None, :] + mu_edge[..., None, None] * spread
+    forces = np.broadcast_to(forces[..., None, :, :], points.shape[:-1] + (edges, 3))  # (..., 4, E, 3)
+    torques = np.cross(points[..., :, None, :], forces)
+    return np.concatenate([forces, torques], axis=-1).reshape(points.shape[:-2] + (4 * edges, 6))
+
+
+def _joined(codes: np.ndarray, count: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+    """Per scene, the names of its first ``count`` codes joined by commas (a lookup over the
+    distinct combinations, not a loop over scenes)."""
+    slots = np.where(np.arange(codes.shape[1]) < count[:, None], codes, -1)
+    unique, inverse = np.unique(slots, axis=0, return_inverse=True)
+    text = np.array([",".join(names[c] for c in row if c >= 0) for row in unique], dtype=object)
+    return text[inverse.reshape(-1)]
 
 
 def sample(n: int, seed: int, *, contacts=(1, 4), mu=(0.2, 1.0), push=(0.3, 0.3, 0.3, 0.2, 0.2, 0.2),
            kinds=KINDS, edges: int = 8, inner: bool = True, limits: bool = False, fmax=(0.3, 1.5),
-           mass=None, com=None) -> tuple[list[HoldScene], pd.DataFrame]:
-    """``n`` random cube scenes, padded to ``contacts[1] * 4 * edges`` generators.
+           mass=None, com=None) -> tuple[SceneBatch, pd.DataFrame]:
+    """``n`` random cube scenes with ``contacts[1] * 4 * edges`` generators each, drawn with
+    array operations (``GENERATOR_VERSION``).
 
-    ``contacts`` is the (min, max) number of contacts; ``mu`` the per-contact friction
-    range; ``push`` the half-widths of the uniform external wrench; ``limits`` gives every
-    contact a normal-force limit uniform in ``fmax``. Robust scenes: ``mass`` (low, high)
-    and/or ``com`` (half-widths of the centre-of-mass box, in l) expand each scene into one
-    LP per corner of the uncertainty box (``meta.need_corner``); the verdict is the worst.
+    ``contacts`` is the (min, max) number of contacts, the first on the bottom face (the
+    cube rests on something), the others on uniform faces; ``kinds`` the contact kinds
+    drawn from (uniformly); a patch or segment has a half-size uniform in [0.1, 0.6] and
+    lies inside its face, a point is uniform in [-0.9, 0.9]^2, a segment's direction is
+    uniform in [0, pi); ``mu`` the per-contact friction range; ``push`` the half-widths of
+    the uniform external wrench; ``limits`` gives every contact a normal-force limit
+    uniform in ``fmax``. A scene with fewer contacts than ``contacts[1]`` repeats its
+    contacts cyclically (limit rows included), which leaves its cone unchanged. Robust
+    scenes: ``mass`` (low, high) and/or ``com`` (half-widths of the centre-of-mass box, in
+    l) expand each scene into one LP per corner of the uncertainty box
+    (``meta.need_corner``); the verdict is the worst.
     """
     if not isinstance(n, (int, np.integer)) or n < 1:
         raise ProblemError(f"n: expected a positive integer, got {n!r}")
@@ -162,21 +206,43 @@ def sample(n: int, seed: int, *, contacts=(1, 4), mu=(0.2, 1.0), push=(0.3, 0.3,
     bad = [k for k in kinds if k not in KINDS]
     if bad or not kinds:
         raise ProblemError(f"kinds: expected a non-empty subset of {list(KINDS)}, got {kinds!r}")
+    n, slots = int(n), int(contacts[1])
     rng = np.random.default_rng(seed)
-    k = contacts[1] * 4 * edges
-    scenes, rows = [], []
-    for case in range(int(n)):
-        count = int(rng.integers(contacts[0], contacts[1] + 1))
-        cs = random_contacts(rng, count, mu, kinds, limits, fmax)
-        p = np.array([rng.uniform(-h, h) for h in push])
-        base = scene(cs, push=p, edges=edges, inner=inner)
-        row = {"case": case, "contacts": count, "kinds": ",".join(c.kind for c in cs),
-               "faces": ",".join(c.face for c in cs), "mu": ",".join(f"{c.mu:.4g}" for c in cs),
-               "mu_min": min(c.mu for c in cs), **{f"push_{a}": v for a, v in zip(AXES, p)}}
-        for corner, need in corner_needs(p, mass, com):
-            scenes.append(pad(with_need(base, need), k, contacts[1] if limits else None))
-            rows.append({**row, "need_corner": corner})
-    return scenes, pd.DataFrame(rows)
+    count = rng.integers(contacts[0], slots + 1, size=n)
+    kind = np.array([KINDS.index(k) for k in kinds])[rng.integers(len(kinds), size=(n, slots))]
+    face = rng.integers(6, size=(n, slots))
+    face[:, 0] = FACE_NAMES.index("-z")
+    size = rng.uniform(0.1, 0.6, size=(n, slots))
+    unit = rng.uniform(-1.0, 1.0, size=(n, slots, 2))
+    center = unit * np.where(kind == KINDS.index("point"), 0.9, 1.0 - size)[..., None]
+    angle = rng.uniform(0.0, np.pi, size=(n, slots))
+    mu_ = rng.uniform(*mu, size=(n, slots))
+    fmax_ = rng.uniform(*fmax, size=(n, slots)) if limits else None
+    p = rng.uniform(-1.0, 1.0, size=(n, 6)) * np.asarray(push, float)
+    source = np.arange(slots)[None, :] % count[:, None]  # a missing contact repeats contact j % count
+    pick = lambda a: np.take_along_axis(a, source.reshape(source.shape + (1,) * (a.ndim - 2)), axis=1)  # noqa: E731
+    G = contact_generators(pick(face), pick(kind), pick(center), pick(size), pick(angle), pick(mu_), edges, inner)
+    W = G.reshape(n, slots * 4 * edges, 6).transpose(0, 2, 1)
+    if limits:  # row r covers every slot that repeats contact r % count
+        row_of = np.arange(slots)[None, :] % count[:, None]
+        B = (source[:, None, :] == row_of[:, :, None]).astype(float)  # (n, rows, slots)
+        limit_B = np.repeat(B, 4 * edges, axis=2)
+        limit_fmax = np.take_along_axis(fmax_, row_of, axis=1)
+    else:
+        limit_B, limit_fmax = np.zeros((n, 0, W.shape[2])), np.zeros((n, 0))
+    labels, needs = corner_needs(p, mass, com)
+    C = len(labels)
+    active = np.arange(slots)[None, :] < count[:, None]
+    meta = pd.DataFrame({"case": np.arange(n), "contacts": count, "kinds": _joined(kind, count, KINDS),
+                         "faces": _joined(face, count, FACE_NAMES),
+                         **{f"mu_{j}": np.where(active[:, j], mu_[:, j], np.nan) for j in range(slots)},
+                         "mu_min": np.min(np.where(active, mu_, np.inf), axis=1),
+                         **{f"push_{a}": p[:, i] for i, a in enumerate(AXES)}})
+    rows = meta.iloc[np.repeat(np.arange(n), C)].reset_index(drop=True)
+    rows["need_corner"] = np.tile(np.asarray(labels, dtype=object), n)
+    scenes = SceneBatch(np.repeat(W, C, axis=0), needs.reshape(n * C, 6), np.repeat(limit_B, C, axis=0),
+                        np.repeat(limit_fmax, C, axis=0))
+    return scenes, rows
 
 
 FAMILY = Family(
@@ -202,4 +268,5 @@ FAMILY = Family(
         Param("com", "3 half-widths or None", None, "robust test: centre-of-mass box half-widths, l",
               valid.optional(valid.widths(3))),
     ),
+    version=GENERATOR_VERSION,
 )

@@ -59,7 +59,8 @@ class Family:
     items differ per kind (the quadruped gives a hold scene for ``lp1`` and a QP for
     ``qp``); by default the kind's own ``build`` takes the items. ``structures`` maps a
     kind to a special structure name an adapter may require (``Capabilities.structures``);
-    ``unavailable()`` returns why the family cannot generate here (a missing package).
+    ``unavailable()`` returns why the family cannot generate here (a missing package);
+    ``version`` is the sampler's version (see the field).
     """
 
     name: str
@@ -71,6 +72,9 @@ class Family:
     build: Callable[..., ProblemBatch] | None = None
     structures: dict[str, str] = field(default_factory=dict)
     unavailable: Callable[[], str | None] | None = None
+    #: the sampler's version: bumped whenever a seed draws other problems than before;
+    #: recorded in every batch (``params['generator_version']``), row and reference-cache key
+    version: int = 1
 
     @property
     def default_kind(self) -> str:
@@ -288,5 +292,5 @@ def generate(family: "str | FamilySpec", n: int, seed: int = 0, **params: Any) -
     if reason:
         raise ProblemError(f"family {spec.name!r} is not available here: {reason}")
     items, meta = fam.items(n, seed, spec.params)
-    record = {"n": n, "seed": seed, **spec.params}
+    record = {"n": n, "seed": seed, **spec.params, "generator_version": fam.version}
     return fam.make(items, meta, spec.kind, record)

@@ -103,6 +103,114 @@ class LP:
         return self.c, self.A_eq, self.b_eq, self.A_ub, self.b_ub
 
 
+@dataclass(frozen=True)
+class SceneBatch:
+    """``n`` hold scenes of one shape as arrays: the generators' batched form.
+
+    ``W`` (n, d, k) generators, ``need`` (n, d) needed wrenches, ``limit_B`` (n, L, k) and
+    ``limit_fmax`` (n, L) force limits ``B lam <= fmax`` (L = 0: no limits); units as in
+    ``HoldScene``. ``scenes[i]`` is the ``HoldScene`` of case ``i`` (for inspection; the
+    batched path never builds one).
+    """
+
+    W: np.ndarray
+    need: np.ndarray
+    limit_B: np.ndarray
+    limit_fmax: np.ndarray
+
+    def __post_init__(self) -> None:
+        W, need = np.asarray(self.W, float), np.asarray(self.need, float)
+        B, fmax = np.asarray(self.limit_B, float), np.asarray(self.limit_fmax, float)
+        if W.ndim != 3 or need.shape != W.shape[:2]:
+            raise ProblemError(f"W, need: expected (n, d, k) and (n, d), got {W.shape} and {need.shape}")
+        if B.shape[::2] != W.shape[::2] or fmax.shape != B.shape[:2]:
+            raise ProblemError(f"limit_B, limit_fmax: expected (n, L, k={W.shape[2]}) and (n, L), "
+                               f"got {B.shape} and {fmax.shape}")
+        if not all(np.all(np.isfinite(a)) for a in (W, need, B, fmax)):
+            raise ProblemError("W, need, limit_B, limit_fmax: expected finite values")
+        for name, value in (("W", W), ("need", need), ("limit_B", B), ("limit_fmax", fmax)):
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def of(cls, scenes: "SceneBatch | list[HoldScene] | tuple[HoldScene, ...]") -> "SceneBatch":
+        """The batch of same-shape ``scenes`` (a ``SceneBatch`` is returned as it is)."""
+        if isinstance(scenes, SceneBatch):
+            return scenes
+        if not len(scenes):
+            raise ProblemError("scenes: expected at least one scene")
+        shapes = {(s.W.shape, s.limit_rows[0].shape) for s in scenes}
+        if len(shapes) != 1:
+            raise ProblemError(f"scenes: expected one shape of W and limits across the batch, got {sorted(shapes)}")
+        return cls(np.stack([s.W for s in scenes]), np.stack([s.need for s in scenes]),
+                   np.stack([s.limit_rows[0] for s in scenes]), np.stack([s.limit_rows[1] for s in scenes]))
+
+    def __len__(self) -> int:
+        return int(self.W.shape[0])
+
+    def __getitem__(self, i: int) -> HoldScene:
+        B, fmax = self.limit_B[i], self.limit_fmax[i]
+        return HoldScene(self.W[i], self.need[i], Limits(B, fmax) if len(fmax) else None)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    @property
+    def d(self) -> int:
+        """Wrench dimension."""
+        return int(self.W.shape[1])
+
+    @property
+    def k(self) -> int:
+        """Generators per scene."""
+        return int(self.W.shape[2])
+
+    def take(self, index) -> "SceneBatch":
+        """The scenes at ``index`` (an integer array; repeats allowed), in that order."""
+        index = np.asarray(index, dtype=np.intp)
+        return SceneBatch(self.W[index], self.need[index], self.limit_B[index], self.limit_fmax[index])
+
+    def with_needs(self, need) -> "SceneBatch":
+        """The same generators and limits with other needed wrenches ``need`` (n, d)."""
+        return SceneBatch(self.W, need, self.limit_B, self.limit_fmax)
+
+
+def lp1_arrays(scenes: SceneBatch) -> tuple[np.ndarray, ...]:
+    """Batched LP-1 (see ``lp1``): ``(c, A_eq, b_eq, A_ub, b_ub)`` with shapes (n, m),
+    (n, d, m), (n, d), (n, L, m), (n, L), ``m = k + 2d``, ``x = [lam, s+, s-]``."""
+    n, d, k = scenes.W.shape
+    L = scenes.limit_B.shape[1]
+    eye = np.broadcast_to(np.eye(d), (n, d, d))
+    c = np.broadcast_to(np.concatenate([np.zeros(k), np.ones(2 * d)]), (n, k + 2 * d)).copy()
+    A_eq = np.concatenate([scenes.W, eye, -eye], axis=2)
+    A_ub = np.concatenate([scenes.limit_B, np.zeros((n, L, 2 * d))], axis=2)
+    return c, A_eq, scenes.need.copy(), A_ub, scenes.limit_fmax.copy()
+
+
+def exit_arrays(scenes: SceneBatch, directions, T: float = EXIT_CAP) -> tuple[np.ndarray, ...]:
+    """Batched LP-2 (see ``exit_lp``): scene ``i`` along ``directions[i]`` (n, d); shapes
+    (n, k+1), (n, d, k+1), (n, d), (n, 1+L, k+1), (n, 1+L), ``x = [lam, t]``, cap row first."""
+    u = np.asarray(directions, dtype=float)
+    n, d, k = scenes.W.shape
+    if u.shape != (n, d):
+        raise ProblemError(f"u: expected directions of shape ({n}, {d}), got {u.shape}")
+    if not (np.isfinite(T) and T > 0):
+        raise ProblemError(f"T: expected a finite cap > 0, got {T!r}")
+    L = scenes.limit_B.shape[1]
+    c = np.zeros((n, k + 1))
+    c[:, k] = -1.0
+    A_eq = np.concatenate([scenes.W, -u[:, :, None]], axis=2)
+    cap = np.zeros((n, 1, k + 1))
+    cap[:, 0, k] = 1.0 / T
+    A_ub = np.concatenate([cap, np.concatenate([scenes.limit_B, np.zeros((n, L, 1))], axis=2)], axis=1)
+    b_ub = np.concatenate([np.ones((n, 1)), scenes.limit_fmax], axis=1)
+    return c, A_eq, scenes.need.copy(), A_ub, b_ub
+
+
+def _single(scene: HoldScene) -> SceneBatch:
+    B, fmax = scene.limit_rows
+    return SceneBatch(scene.W[None], scene.need[None], B[None], fmax[None])
+
+
 def lp1(scene: HoldScene) -> LP:
     """LP-1: ``delta = min 1@s+ + 1@s-  s.t.  W lam + s+ - s- = need, B lam <= fmax``.
 
@@ -111,17 +219,7 @@ def lp1(scene: HoldScene) -> LP:
     means supported. Its dual ``y_eq`` satisfies ``W^T y <= 0`` at an optimum; when
     ``delta > 0`` it is the Farkas certificate (``need @ y = delta > 0``).
     """
-    d, k = scene.d, scene.k
-    B, fmax = scene.limit_rows
-    eye = np.eye(d)
-    return LP(
-        c=np.concatenate([np.zeros(k), np.ones(2 * d)]),
-        A_eq=np.hstack([scene.W, eye, -eye]),
-        b_eq=scene.need.copy(),
-        A_ub=np.hstack([B, np.zeros((B.shape[0], 2 * d))]),
-        b_ub=fmax.copy(),
-        layout="lam,s_plus,s_minus",
-    )
+    return LP(*(a[0] for a in lp1_arrays(_single(scene))), layout="lam,s_plus,s_minus")
 
 
 def exit_lp(scene: HoldScene, u, T: float = EXIT_CAP) -> LP:
@@ -135,20 +233,7 @@ def exit_lp(scene: HoldScene, u, T: float = EXIT_CAP) -> LP:
     u = np.asarray(u, dtype=float)
     if u.shape != (scene.d,):
         raise ProblemError(f"u: expected a direction of shape ({scene.d},), got {u.shape}")
-    if not (np.isfinite(T) and T > 0):
-        raise ProblemError(f"T: expected a finite cap > 0, got {T!r}")
-    k = scene.k
-    B, fmax = scene.limit_rows
-    cap = np.zeros((1, k + 1))
-    cap[0, k] = 1.0 / T
-    return LP(
-        c=np.concatenate([np.zeros(k), [-1.0]]),
-        A_eq=np.hstack([scene.W, -u[:, None]]),
-        b_eq=scene.need.copy(),
-        A_ub=np.vstack([cap, np.hstack([B, np.zeros((B.shape[0], 1))])]),
-        b_ub=np.concatenate([[1.0], fmax]),
-        layout="lam,t",
-    )
+    return LP(*(a[0] for a in exit_arrays(_single(scene), u[None], T)), layout="lam,t")
 
 
 def margin_directions(d: int) -> np.ndarray:

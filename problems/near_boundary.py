@@ -187,4 +187,5 @@ FAMILY = NearBoundaryFamily(
         Param("cube_params", "dict or None", None, "cube: parameters passed to cube-3d's sampler",
               valid.optional(valid.mapping)),
     ),
+    version=2,  # 2: the cube-3d base scenes come from cube-3d's version-2 sampler
 )

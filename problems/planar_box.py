@@ -29,7 +29,7 @@ from solvers.errors import ProblemError
 from . import params as valid
 from .family import Family, Param
 
-from .hold import HoldScene, Limits, with_need
+from .hold import HoldScene, Limits, SceneBatch
 from .robust import corners, lower_mu
 
 AXES = ("f_x", "f_z", "tau_y")
@@ -111,16 +111,46 @@ def scene(mu: float = 0.2, corners: str = "AB", push=(0.0, 0.0, 0.0), tilt: floa
     return HoldScene(np.hstack(blocks), need, limits, tuple(labels))
 
 
-def robust_need(m: float, c, tilt: float, push) -> np.ndarray:
-    """Need for mass ``m`` (in m) and centre-of-mass offset ``c = (c_x, c_z)`` (in l); see ``problems.robust``."""
+def robust_need(m, c, tilt, push) -> np.ndarray:
+    """Need (..., 3) for mass ``m`` (in m) and centre-of-mass offset ``c = (c_x, c_z)`` (..., 2)
+    (in l) on a floor tilted by ``tilt`` (rad) under ``push`` (..., 3); the arguments
+    broadcast (see ``problems.robust``)."""
+    m, tilt, c = np.asarray(m, float), np.asarray(tilt, float), np.asarray(c, float)
     s, co = np.sin(tilt), np.cos(tilt)
-    return np.array([m * s, m * co, m * (c[1] * s - c[0] * co)]) - np.asarray(push, float)
+    return np.stack([m * s, m * co, m * (c[..., 1] * s - c[..., 0] * co)], axis=-1) - np.asarray(push, float)
+
+
+#: the sampler's version, recorded in every row (``generator_version``) and in the reference
+#: cache key: version 2 draws with array operations (the same distribution as version 1's
+#: scene-by-scene draws, in another order, so other bytes for a seed).
+GENERATOR_VERSION = 2
+
+
+def floor_wrenches(points: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """(n, 3, 2 P) floor edge wrenches (``+`` then ``-`` edge per point, point-major) of
+    corner points ``points`` (n, P, 2) with friction ``mu`` (n,): the batched ``edge_wrenches``
+    with normal ``+z`` (tangent ``-x``): ``f = (-+mu, 1)``."""
+    sign = np.array([1.0, -1.0])
+    fx = -mu[:, None, None] * sign  # (n, 1, 2)
+    fz = np.ones_like(fx)
+    px, pz = points[..., 0:1], points[..., 1:2]  # (n, P, 1)
+    cols = np.stack(np.broadcast_arrays(fx, fz, pz * fx - px * fz), axis=1)  # (n, 3, P, 2)
+    return cols.reshape(len(mu), 3, -1)
+
+
+def disk_wrenches(height: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """(n, 3, 2) wrenches of the disk's two edges at ``(-1, height)`` with normal ``+x``
+    (tangent ``+z``): ``f = (1, +-mu)``."""
+    fz = mu[:, None] * np.array([1.0, -1.0])
+    fx = np.ones_like(fz)
+    return np.stack([fx, fz, height[:, None] * fx + fz], axis=1)
 
 
 def sample(n: int, seed: int, *, mu=(0.1, 0.8), tilt=(-0.4, 0.4), push=(0.3, 0.3, 0.5),
            drop: float = 0.3, disk: bool = False, disk_fmax=(0.1, 1.0), mass=None,
-           com=None) -> tuple[list[HoldScene], pd.DataFrame]:
-    """``n`` random padded scenes and their parameters (one ``meta`` row per scene).
+           com=None) -> tuple[SceneBatch, pd.DataFrame]:
+    """``n`` random padded scenes and their parameters (one ``meta`` row per scene), drawn
+    with array operations (``GENERATOR_VERSION``).
 
     ``mu`` and ``tilt`` are uniform ranges; ``push`` gives the half-widths of uniform
     ranges around 0 for ``(f_x, f_z, tau_y / l)``; ``drop`` is the probability that one
@@ -129,6 +159,7 @@ def sample(n: int, seed: int, *, mu=(0.1, 0.8), tilt=(-0.4, 0.4), push=(0.3, 0.3
     force limit uniform in ``disk_fmax``. Robust scenes: ``mass`` (low, high) and/or ``com``
     (half-widths ``(c_x, c_z)`` in l) give one LP per corner of the uncertainty box
     (``meta.need_corner``); the robust verdict is the worst over a case's corners.
+    A scene that keeps one corner repeats its columns (4 floor columns in every scene).
     """
     if not isinstance(n, (int, np.integer)) or n < 1:
         raise ProblemError(f"n: expected a positive integer, got {n!r}")
@@ -139,26 +170,45 @@ def sample(n: int, seed: int, *, mu=(0.1, 0.8), tilt=(-0.4, 0.4), push=(0.3, 0.3
         raise ProblemError(f"push: expected 3 half-widths (f_x, f_z, tau_y/l), got {push!r}")
     if not 0 <= drop <= 1:
         raise ProblemError(f"drop: expected a probability in [0, 1], got {drop!r}")
+    n = int(n)
     rng = np.random.default_rng(seed)
-    scenes, rows = [], []
-    for i in range(int(n)):
-        p = {
-            "mu": rng.uniform(*mu),
-            "tilt": rng.uniform(*tilt),
-            "push": tuple(rng.uniform(-h, h) for h in push),
-            "corners": ("A" if rng.random() < 0.5 else "B") if rng.random() < drop else "AB",
-        }
-        if disk:
-            p.update(disk_height=rng.uniform(-1, 1), disk_mu=rng.uniform(*mu),
-                     disk_fmax=rng.uniform(*disk_fmax))
-        base = scene(pad=True, **p)
-        fx, fz, tau = p.pop("push")
-        row = {"case": i, **p, "push_fx": fx, "push_fz": fz, "push_tau": tau}
-        for label, m, c in corners(mass, com, 2):
-            need = base.need if label == "nominal" else robust_need(m, c, p["tilt"], (fx, fz, tau))
-            scenes.append(with_need(base, need))
-            rows.append({**row, "need_corner": label})
-    return scenes, pd.DataFrame(rows)
+    mu_ = rng.uniform(*mu, size=n)
+    tilt_ = rng.uniform(*tilt, size=n)
+    push_ = rng.uniform(-1.0, 1.0, size=(n, 3)) * np.asarray(push, float)
+    dropped = rng.random(n) < drop
+    keep_a = rng.random(n) < 0.5  # which corner stays when one is dropped
+    corner_names = np.where(dropped, np.where(keep_a, "A", "B"), "AB")
+    first = np.where((dropped & ~keep_a)[:, None], CORNERS["B"], CORNERS["A"])
+    second = np.where((dropped & keep_a)[:, None], CORNERS["A"], CORNERS["B"])
+    blocks = [floor_wrenches(np.stack([first, second], axis=1), mu_)]
+    limit_B, limit_fmax = np.zeros((n, 0, 4)), np.zeros((n, 0))
+    meta = {"case": np.arange(n), "mu": mu_, "tilt": tilt_, "corners": corner_names.astype(object)}
+    if disk:
+        height, disk_mu = rng.uniform(-1.0, 1.0, size=n), rng.uniform(*mu, size=n)
+        fmax = rng.uniform(*disk_fmax, size=n)
+        blocks.append(disk_wrenches(height, disk_mu))
+        limit_B = np.broadcast_to(np.array([0.0, 0.0, 0.0, 0.0, 1.0, 1.0]), (n, 1, 6)).copy()
+        limit_fmax = fmax[:, None]
+        meta.update(disk_height=height, disk_mu=disk_mu, disk_fmax=fmax)
+    meta.update(push_fx=push_[:, 0], push_fz=push_[:, 1], push_tau=push_[:, 2])
+    W = np.concatenate(blocks, axis=2)
+    labels, needs = corner_needs(mass, com, tilt_, push_)
+    count = len(labels)
+    scenes = SceneBatch(np.repeat(W, count, axis=0), needs.reshape(n * count, 3),
+                        np.repeat(limit_B, count, axis=0), np.repeat(limit_fmax, count, axis=0))
+    rows = pd.DataFrame(meta).iloc[np.repeat(np.arange(n), count)].reset_index(drop=True)
+    rows["need_corner"] = np.tile(np.asarray(labels, dtype=object), n)
+    return scenes, rows
+
+
+def corner_needs(mass, com, tilt: np.ndarray, push: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """``(labels, needs)``: the corner labels of the uncertainty box (``problems.robust.corners``)
+    and the needs (n, corners, 3) of scenes with floor tilts ``tilt`` (n,) and pushes ``push``
+    (n, 3); the single ``nominal`` corner without ``mass`` and ``com``."""
+    box = corners(mass, com, 2)
+    m = np.array([mc[1] for mc in box])  # (C,)
+    c = np.array([mc[2] for mc in box])  # (C, 2)
+    return [label for label, _, _ in box], robust_need(m[None], c[None], tilt[:, None], push[:, None, :])
 
 
 def generate(n: int, seed: int = 0, **params):
@@ -193,4 +243,5 @@ FAMILY = Family(
         Param("com", "(c_x, c_z) half-widths or None", None, "robust test: half-widths of the centre-of-mass box, l",
               valid.optional(valid.widths(2))),
     ),
+    version=GENERATOR_VERSION,
 )

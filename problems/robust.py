@@ -51,8 +51,12 @@ def corners(mass=None, com=None, dim: int = 3) -> list[tuple[str, float, np.ndar
     return [(f"m={m:g},c=({','.join(f'{v:+g}' for v in c)})", m, c) for m in masses for c in offsets]
 
 
-def corner_needs(push, mass=None, com=None) -> list[tuple[str, np.ndarray]]:
-    """(label, need) per corner for the 3D cube (see module docstring)."""
-    push = np.asarray(push, float)
-    return [(label, np.array([0.0, 0.0, m, m * c[1], -m * c[0], 0.0]) - push)
-            for label, m, c in corners(mass, com, 3)]
+def corner_needs(push, mass=None, com=None) -> tuple[list[str], np.ndarray]:
+    """``(labels, needs)`` for the 3D cube: the corner labels (``corners``) and the needs
+    (n, corners, 6) of pushes ``push`` (n, 6) (see module docstring)."""
+    box = corners(mass, com, 3)
+    m = np.array([mc[1] for mc in box])
+    c = np.array([mc[2] for mc in box])
+    zero = np.zeros_like(m)
+    gravity = np.stack([zero, zero, m, m * c[:, 1], -m * c[:, 0], zero], axis=1)  # (C, 6)
+    return [label for label, _, _ in box], gravity[None] - np.asarray(push, float)[:, None, :]

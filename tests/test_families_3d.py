@@ -89,8 +89,13 @@ def test_cube_side_contacts_squeeze_hold():
 def test_cube_batch_shapes_meta_and_limits():
     b = problems.generate("cube-3d", 20, 0, limits=True)
     assert b.W.shape == (20, 6, 128) and b.A_ub.shape == (20, 4, 140)
-    for col in ("contacts", "kinds", "faces", "mu", "push_f_x", "push_tau_z"):
+    for col in ("contacts", "kinds", "faces", "mu_0", "mu_3", "mu_min", "push_f_x", "push_tau_z"):
         assert col in b.meta
+    one = b.meta["contacts"] == 1
+    assert one.any() and b.meta["mu_1"][one].isna().all() and b.meta["mu_0"].notna().all()
+    np.testing.assert_array_equal(b.meta["mu_min"], b.meta[["mu_0", "mu_1", "mu_2", "mu_3"]].min(axis=1))
+    assert (b.meta["kinds"].str.count(",") + 1 == b.meta["contacts"]).all()
+    assert b.meta["faces"].str.startswith("-z").all()
     assert set("".join(b.meta["faces"]).replace(",", "").replace("-", "").replace("+", "")) <= set("xyz")
     # padded duplicate columns stay in their contact's limit row: every column is limited
     assert np.all(b.limit_B.sum(axis=1) >= 1)

@@ -18,7 +18,7 @@ from solvers.errors import ProblemError
 from solvers.highs_ import HighsAdapter
 
 from ..batch import ProblemBatch
-from ..hold import EXIT_CAP, HoldScene
+from ..hold import EXIT_CAP, HoldScene, SceneBatch
 from .base import Kind
 from .checks import Tolerances, finite_rows
 
@@ -37,35 +37,32 @@ class HoldKind(Kind):
         """``hold-d<d>-<kind>``: d wrench axes (3 planar, 6 spatial)."""
         return f"hold-d{len(axes)}-{self.name}"
 
-    def expand(self, scenes: list[HoldScene], meta: pd.DataFrame, axes: tuple[str, ...], cap: float):
-        """``(lps, order, directions, rows)``: the LPs, the scene index of each, its exit
-        direction (B, d) and its meta row."""
+    def expand(self, scenes: SceneBatch, meta: pd.DataFrame, axes: tuple[str, ...], cap: float):
+        """``(order, directions, rows)``: the scene index of each LP (int array), its exit
+        direction (B, d; zeros for LP-1) and its meta rows."""
         raise NotImplementedError
 
-    def build(self, family: str, scenes: list[HoldScene], meta: pd.DataFrame, params: dict[str, Any] | None = None,
-              *, axes: tuple[str, ...] | None = None, cap: float = EXIT_CAP) -> ProblemBatch:
-        """The batch of this kind from same-shape scenes and their meta rows; ``axes`` names
-        the wrench axes (for exit direction names), ``cap`` is the exit cap T."""
-        if not scenes:
-            raise ProblemError("scenes: expected at least one scene")
-        shapes = {(s.W.shape, s.limit_rows[0].shape) for s in scenes}
-        if len(shapes) != 1:
-            raise ProblemError(f"scenes: expected one shape of W and limits across the batch, got {sorted(shapes)}")
+    def lp_arrays(self, scenes: SceneBatch, directions: np.ndarray, cap: float) -> tuple[np.ndarray, ...]:
+        """``(c, A_eq, b_eq, A_ub, b_ub)`` of the LPs of ``scenes`` (one per scene, already expanded)."""
+        raise NotImplementedError
+
+    def build(self, family: str, scenes: "SceneBatch | list[HoldScene]", meta: pd.DataFrame,
+              params: dict[str, Any] | None = None, *, axes: tuple[str, ...] | None = None,
+              cap: float = EXIT_CAP) -> ProblemBatch:
+        """The batch of this kind from same-shape scenes (a ``SceneBatch``, or a list of
+        ``HoldScene``) and their meta rows; ``axes`` names the wrench axes (for exit direction
+        names), ``cap`` is the exit cap T. Array operations only, whatever the batch size."""
+        scenes = SceneBatch.of(scenes)
         if len(meta) != len(scenes):
             raise ProblemError(f"meta: expected {len(scenes)} rows (one per scene), got {len(meta)}")
-        axes = axes or tuple(f"e{i}" for i in range(scenes[0].d))
-        lps, order, dirs, rows = self.expand(scenes, meta, axes, cap)
-        stack = lambda f: np.stack([f(lp) for lp in lps])  # noqa: E731
-        payload = {
-            "W": np.stack([scenes[i].W for i in order]),
-            "need": np.stack([scenes[i].need for i in order]),
-            "limit_B": np.stack([scenes[i].limit_rows[0] for i in order]),
-            "limit_fmax": np.stack([scenes[i].limit_rows[1] for i in order]),
-            "direction": dirs, "cap": np.full(len(order), float(cap)),
-        }
-        return ProblemBatch(family, self.name, stack(lambda lp: lp.c), stack(lambda lp: lp.A_eq),
-                            stack(lambda lp: lp.b_eq), stack(lambda lp: lp.A_ub), stack(lambda lp: lp.b_ub),
-                            rows.reset_index(drop=True), dict(params or {}), payload=payload)
+        axes = axes or tuple(f"e{i}" for i in range(scenes.d))
+        order, dirs, rows = self.expand(scenes, meta, axes, cap)
+        lps = scenes.take(order)
+        c, A_eq, b_eq, A_ub, b_ub = self.lp_arrays(lps, dirs, cap)
+        payload = {"W": lps.W, "need": lps.need, "limit_B": lps.limit_B, "limit_fmax": lps.limit_fmax,
+                   "direction": dirs, "cap": np.full(len(order), float(cap))}
+        return ProblemBatch(family, self.name, c, A_eq, b_eq, A_ub, b_ub, rows.reset_index(drop=True),
+                            dict(params or {}), payload=payload)
 
 
 def witness_check(batch: ProblemBatch, lam: np.ndarray, t: np.ndarray | None, tol: Tolerances) -> pd.DataFrame:

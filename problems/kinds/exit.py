@@ -20,7 +20,7 @@ import pandas as pd
 
 from solvers import Status
 
-from ..hold import direction_names, exit_lp, margin_directions
+from ..hold import direction_names, exit_arrays, margin_directions
 from .checks import DEFAULT_TOLERANCES, Tolerances, farkas_check, finite_rows
 from ._hold import WITNESS_COLUMNS, HoldKind, witness_check
 
@@ -94,11 +94,14 @@ class ExitKind(HoldKind):
                "outcome": "str"}
 
     def expand(self, scenes, meta, axes, cap):
-        U = margin_directions(scenes[0].d)
-        names = direction_names(axes)
-        order = [i for i in range(len(scenes)) for _ in U]
-        rows = meta.iloc[order].reset_index(drop=True).assign(scene_index=order, direction=names * len(scenes))
-        return [exit_lp(s, u, cap) for s in scenes for u in U], order, np.tile(U, (len(scenes), 1)), rows
+        U = margin_directions(scenes.d)
+        names = np.asarray(direction_names(axes), dtype=object)
+        order = np.repeat(np.arange(len(scenes)), len(U))
+        rows = meta.iloc[order].reset_index(drop=True).assign(scene_index=order, direction=np.tile(names, len(scenes)))
+        return order, np.tile(U, (len(scenes), 1)), rows
+
+    def lp_arrays(self, scenes, directions, cap):
+        return exit_arrays(scenes, directions, cap)
 
     def reference_rows(self, batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
         checked = verify_exit(batch, solution, tol)

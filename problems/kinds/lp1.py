@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..hold import lp1
+from ..hold import lp1_arrays
 from .checks import DEFAULT_TOLERANCES, Tolerances, certificate_passes, finite_rows
 from ._hold import WITNESS_COLUMNS, HoldKind, witness_check
 
@@ -101,8 +101,10 @@ class Lp1Kind(HoldKind):
 
     def expand(self, scenes, meta, axes, cap):
         n = len(scenes)
-        return ([lp1(s) for s in scenes], list(range(n)), np.zeros((n, scenes[0].d)),
-                meta.assign(scene_index=np.arange(n)))
+        return np.arange(n), np.zeros((n, scenes.d)), meta.assign(scene_index=np.arange(n))
+
+    def lp_arrays(self, scenes, directions, cap):
+        return lp1_arrays(scenes)
 
     def reference_rows(self, batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
         checked = verify_lp1(batch, solution, tol)

@@ -1,0 +1,61 @@
+"""The version-1 samplers of planar-box and cube-3d, scene by scene, kept only to show that
+the version-2 array samplers draw from the same distribution (``test_generation.py``).
+They build every scene with the public single-scene constructors (``planar_box.scene``,
+``cube.scene``, ``hold.pad``), as version 1 did."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from problems import cube, planar_box
+from problems.hold import SceneBatch, pad, with_need
+from problems.robust import corners
+
+
+def planar_v1(n: int, seed: int, *, mu=(0.1, 0.8), tilt=(-0.4, 0.4), push=(0.3, 0.3, 0.5), drop: float = 0.3,
+              disk: bool = False, disk_fmax=(0.1, 1.0), mass=None, com=None):
+    rng = np.random.default_rng(seed)
+    scenes, rows = [], []
+    for i in range(int(n)):
+        p = {"mu": rng.uniform(*mu), "tilt": rng.uniform(*tilt), "push": tuple(rng.uniform(-h, h) for h in push),
+             "corners": ("A" if rng.random() < 0.5 else "B") if rng.random() < drop else "AB"}
+        if disk:
+            p.update(disk_height=rng.uniform(-1, 1), disk_mu=rng.uniform(*mu), disk_fmax=rng.uniform(*disk_fmax))
+        base = planar_box.scene(pad=True, **p)
+        fx, fz, tau = p.pop("push")
+        row = {"case": i, **p, "push_fx": fx, "push_fz": fz, "push_tau": tau}
+        for label, m, c in corners(mass, com, 2):
+            need = base.need if label == "nominal" else planar_box.robust_need(m, c, p["tilt"], (fx, fz, tau))
+            scenes.append(with_need(base, need))
+            rows.append({**row, "need_corner": label})
+    return SceneBatch.of(scenes), pd.DataFrame(rows)
+
+
+def _contacts(rng, count, mu, kinds, limits, fmax):
+    out = []
+    for i in range(count):
+        kind = kinds[rng.integers(len(kinds))]
+        face = "-z" if i == 0 else list(cube.FACES)[rng.integers(6)]
+        size = rng.uniform(0.1, 0.6)
+        center = tuple(rng.uniform(-(1 - size), 1 - size, 2)) if kind != "point" else tuple(rng.uniform(-0.9, 0.9, 2))
+        out.append(cube.Contact(kind, face, center, size if kind != "point" else 0.0, rng.uniform(0, np.pi),
+                                rng.uniform(*mu), rng.uniform(*fmax) if limits else None))
+    return out
+
+
+def cube_v1(n: int, seed: int, *, contacts=(1, 4), mu=(0.2, 1.0), push=(0.3, 0.3, 0.3, 0.2, 0.2, 0.2),
+            kinds=cube.KINDS, edges: int = 8, inner: bool = True, limits: bool = False, fmax=(0.3, 1.5)):
+    rng = np.random.default_rng(seed)
+    k = contacts[1] * 4 * edges
+    scenes, rows = [], []
+    for case in range(int(n)):
+        count = int(rng.integers(contacts[0], contacts[1] + 1))
+        cs = _contacts(rng, count, mu, kinds, limits, fmax)
+        p = np.array([rng.uniform(-h, h) for h in push])
+        base = cube.scene(cs, push=p, edges=edges, inner=inner)
+        scenes.append(pad(base, k, contacts[1] if limits else None))
+        rows.append({"case": case, "contacts": count, "kinds": ",".join(c.kind for c in cs),
+                     "faces": ",".join(c.face for c in cs), "mu_min": min(c.mu for c in cs),
+                     **{f"push_{a}": v for a, v in zip(cube.AXES, p)}})
+    return SceneBatch.of(scenes), pd.DataFrame(rows)
