@@ -14,9 +14,10 @@ Placement: a ``gpu`` cell asks for the worker resource ``GPU`` (one cell per GPU
 time); with ``--exclusive`` a cell holds a cluster-wide ``distributed.Lock`` named after its
 host while it runs (one timed cell per host). A worker that dies is survived: the scheduler
 retries its cell once on another worker (``distributed.scheduler.allowed-failures`` = 1,
-``DASK_CONFIG``), then the cell is recorded ``failed`` with the reason. The reference
-answers a cell is judged against travel with its task (a few values per case); problem
-arrays never do. ``bench.runner`` is the client side.
+``DASK_CONFIG``), then the cell is recorded ``failed`` with the reason. A large problem
+set's reference is computed in chunks (``bench.reference.CHUNK_CASES``), one task per chunk,
+so every worker takes part; the answers are scattered once per problem set and a cell's
+task carries only their future. Problem arrays never travel. ``bench.runner`` is the client side.
 """
 
 from __future__ import annotations
@@ -33,12 +34,13 @@ from typing import Any
 
 import pandas as pd
 
+from solvers import BatchSolution
 from solvers.errors import ProblemError
 
 from .cell import batch_for, batch_name, failed_rows, saved_or_new_batch
 from .env import host_environment
 from .grid import Cell
-from .reference import cached_reference, solve_reference, store_reference
+from .reference import cached_answers, cached_reference, chunks, missing_chunks, solve_reference, store_reference
 from .rundir import read_cell
 
 #: seconds the client waits for an existing scheduler before giving up (exit 2)
@@ -170,19 +172,35 @@ def _worker_pool():
     return worker, pool
 
 
-def reference_task(cell: Cell, expected_hash: str):
-    """On a worker: the reference's answers for the cell's problem set (regenerated here)."""
+def _worker_batch(cell: Cell, expected_hash: str):
+    """The cell's problem set on this worker, generated once and kept for the next chunk of
+    its reference (the last one only); ``ProblemError`` when it is not the client's."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    kept = getattr(worker, "_contactbench_batch", None)
+    if kept is not None and kept[0] == expected_hash:
+        return kept[1]
+    worker._contactbench_batch = None  # free the last one before generating the next
     batch = batch_for(cell)
     if batch.content_hash() != expected_hash:
         raise ProblemError(f"{cell.family_label}: the worker generated other problems than the client "
                            "(content hash differs): different contactbench versions?")
-    return solve_reference(batch)
+    worker._contactbench_batch = (expected_hash, batch)
+    return batch
+
+
+def reference_task(cell: Cell, expected_hash: str, part: slice):
+    """On a worker: the reference's answers for the cases ``part`` (one chunk,
+    ``bench.reference.chunks``) of the cell's problem set (generated on the worker)."""
+    return solve_reference(_worker_batch(cell, expected_hash).subset(part))
 
 
 def cell_task(cell: Cell, run_id: str, timeout: float, stall: float, expected_hash: str, ref_solution,
               exclusive: bool = False, topic: str | None = None) -> dict[str, Any]:
     """On a worker: run one cell in a supervised child process (``timeout`` and ``stall`` in
-    seconds, see ``bench.execute``) and return ``state``, ``reason``, ``rows`` (Arrow IPC
+    seconds, see ``bench.execute``) against the reference answers ``ref_solution`` (scattered
+    once by the client: a future in the task, the data on the worker) and return ``state``, ``reason``, ``rows`` (Arrow IPC
     bytes), ``log`` (the tail of the cell's output), ``host`` and ``worker``. With
     ``exclusive`` the cell holds the cluster-wide lock of its host while it runs: one timed
     cell per host. The cell's key is announced on the event ``topic`` when it starts."""
@@ -203,7 +221,7 @@ def cell_task(cell: Cell, run_id: str, timeout: float, stall: float, expected_ha
     env = {**host_environment(), "env_worker": str(worker.name), "env_worker_address": str(worker.address)}
     batch, saved = saved_or_new_batch(cell, work / "batches")  # one generation per problem set and worker
     cache = work / "cache"
-    ref = store_reference(batch, ref_solution, cache_dir=cache)  # the child reads it back, re-verified
+    ref = _worker_reference(batch, ref_solution, cache)  # the child reads it back, re-verified
     if batch.content_hash() != expected_hash:
         state, reason = "failed", ("the worker generated other problems than the client (content hash differs): "
                                    "different contactbench versions on client and worker?")
@@ -229,6 +247,17 @@ def cell_task(cell: Cell, run_id: str, timeout: float, stall: float, expected_ha
     log = _read_tail(work / "logs" / f"{cell.cell_id}.log")
     return {"state": state, "reason": reason, "rows": _to_arrow(rows), "log": log, "host": socket.gethostname(),
             "worker": str(worker.name)}
+
+
+def _worker_reference(batch, ref_solution, cache: Path) -> pd.DataFrame:
+    """The reference rows of ``batch`` on this worker, from its cache when an earlier cell of
+    the problem set wrote it there, else from the scattered answers (then cached for the
+    cell's process and the next cells)."""
+    if not missing_chunks(batch, cache_dir=cache):
+        rows = [cached_reference(batch.subset(part), cache_dir=cache) for part in chunks(batch)]
+        if all(r is not None for r in rows):
+            return pd.concat(rows, ignore_index=True)
+    return store_reference(batch, ref_solution, cache_dir=cache)
 
 
 def _missing_adapter(cell: Cell) -> str | None:
@@ -275,26 +304,37 @@ def from_arrow(data: bytes) -> pd.DataFrame:
 
 # ------------------------------------------------------------------ client side
 def references(client, cells: list[Cell], batches: dict, cache_dir: Path | None) -> None:
-    """Fill each problem set's reference rows and answers (``batches[key][2:4]``): from the
-    client's cache, or computed as Dask tasks (once per problem set) and cached here."""
-    from .reference import _load_solution, cache_path
-
-    pending = {}
+    """Fill each problem set's reference rows and answers (``batches[key][2:4]``): chunk by
+    chunk (``bench.reference.chunks``) from the client's cache, or computed as Dask tasks,
+    one per missing chunk, spread over every worker, and cached here. The answers are
+    scattered to the cluster once per problem set (``batches[key][3]`` is that future): cell
+    tasks carry the future, never the arrays."""
+    submitted: dict[tuple, list] = {}
     for cell in cells:
         entry = batches.get(cell.problem_key)
-        if entry is None or entry[2] is not None or cell.problem_key in pending:
+        if entry is None or entry[2] is not None or cell.problem_key in submitted:
             continue
         batch, digest = entry[0], entry[1]
-        rows = cached_reference(batch, cache_dir=cache_dir)
-        if rows is not None:
-            entry[2], entry[3] = rows, _load_solution(cache_path(batch, cache_dir=cache_dir))[0]
-        else:
-            pending[cell.problem_key] = client.submit(reference_task, cell, digest, pure=False,
-                                                      key=f"contactbench-reference-{uuid.uuid4().hex}")
-    for key, future in pending.items():
-        solution = future.result()
+        parts = []
+        for part in chunks(batch):
+            found = cached_answers(batch.subset(part), cache_dir=cache_dir)
+            parts.append((part, found) if found is not None else
+                         (part, client.submit(reference_task, cell, digest, part, pure=False,
+                                              key=f"contactbench-reference-{uuid.uuid4().hex}")))
+        submitted[cell.problem_key] = parts
+    for key, parts in submitted.items():
         entry = batches[key]
-        entry[2], entry[3] = store_reference(entry[0], solution, cache_dir=cache_dir), solution
+        rows, answers = [], []
+        for part, found in parts:
+            if not isinstance(found, tuple):  # a future: solved on a worker, cached here
+                solution = found.result()
+                found = (store_reference(entry[0].subset(part), solution, cache_dir=cache_dir), solution)
+            rows.append(found[0])
+            answers.append(found[1])
+        solution = answers[0] if len(answers) == 1 else BatchSolution.concat(answers)
+        entry[2] = pd.concat(rows, ignore_index=True)
+        # on every worker (a copy survives a worker that dies; one transfer per worker)
+        entry[3] = client.scatter(solution, hash=False, broadcast=True)
 
 
 def cell_key(run_id: str, cell: Cell) -> str:

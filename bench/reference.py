@@ -4,6 +4,10 @@ Each kind names its reference (``Kind.reference_solver``: HiGHS for hold LPs and
 LPs, Clarabel at 1e-10 for QPs and SOCPs) and turns its answers into reference rows
 (``Kind.reference_rows``); this module runs it and owns the cache.
 
+A batch of more than ``CHUNK_CASES`` cases is solved and cached in chunks of that many
+(each chunk's cache entry is keyed by the chunk's own content), so that a cluster computes a
+large reference on every worker at once and a grown batch reuses the chunks it shares.
+
 For LP-1 the reference is ``ref_delta`` (HiGHS' optimum), ``truth`` (``supported`` when
 ``ref_delta <= reference_delta``) and ``ref_verdict`` (the verifier's verdict of HiGHS'
 own answer, as a cross-check); cases with ``reference_delta < ref_delta <= ambiguous_delta``
@@ -126,20 +130,51 @@ def cache_path(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES, cache_
     return directory / f"v{REFERENCE_VERSION}-{batch.content_hash()[:32]}-{key}.npz"
 
 
+#: cases per reference chunk: a large batch's reference is computed (``bench.cluster``: one
+#: Dask task per chunk, on every worker) and cached chunk by chunk
+CHUNK_CASES = 4096
+
+
+def chunks(batch: ProblemBatch, size: int | None = None) -> list[slice]:
+    """The consecutive case ranges of ``batch`` its reference is computed and cached in
+    (``size`` cases each, default ``CHUNK_CASES``)."""
+    size = CHUNK_CASES if size is None else size
+    if not (isinstance(size, int) and size >= 1):
+        raise ValueError(f"size: expected a positive integer, got {size!r}")
+    return [slice(start, min(start + size, len(batch))) for start in range(0, len(batch), size)]
+
+
 def reference(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES,
               cache_dir: Path | str | None = None) -> pd.DataFrame:
-    """Reference rows for ``batch`` (see module docstring), from the cache when it holds a
-    sound entry (see ``cache_path``); rows are always recomputed from the cached answers."""
-    rows = cached_reference(batch, tol, cache_dir)
-    if rows is not None:
-        return rows
-    return store_reference(batch, solve_reference(batch), tol, cache_dir)
+    """Reference rows for ``batch`` (see module docstring), chunk by chunk (``chunks``): each
+    from the cache when it holds a sound entry (see ``cache_path``), else solved here and
+    cached; rows are always recomputed from the cached answers."""
+    parts = []
+    for part in chunks(batch):
+        sub = batch.subset(part)
+        rows = cached_reference(sub, tol, cache_dir)
+        parts.append(rows if rows is not None else store_reference(sub, solve_reference(sub), tol, cache_dir))
+    return pd.concat(parts, ignore_index=True)
+
+
+def missing_chunks(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES,
+                   cache_dir: Path | str | None = None) -> list[slice]:
+    """The chunks of ``batch`` (``chunks``) whose reference the cache does not hold."""
+    return [part for part in chunks(batch) if not cache_path(batch.subset(part), tol, cache_dir).exists()]
 
 
 def cached_reference(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES,
                      cache_dir: Path | str | None = None) -> pd.DataFrame | None:
     """The reference rows from a sound cache entry, or None (missing, unreadable or
     contradicting its stored verdicts: a warning says which)."""
+    found = cached_answers(batch, tol, cache_dir)
+    return None if found is None else found[0]
+
+
+def cached_answers(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES,
+                   cache_dir: Path | str | None = None) -> tuple[pd.DataFrame, BatchSolution] | None:
+    """``(rows, answers)`` from a sound cache entry of ``batch`` (one entry: a batch of at
+    most ``CHUNK_CASES`` cases, or one chunk), or None as ``cached_reference``."""
     path = cache_path(batch, tol, cache_dir)
     if path.exists():
         try:
@@ -147,7 +182,7 @@ def cached_reference(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES,
             if len(solution) == len(batch):
                 rows = reference_rows(batch, solution, tol)
                 if np.array_equal(_truth_of(rows), stored_truth):
-                    return rows
+                    return rows, solution
             warnings.warn(f"reference cache {path}: contradicts its stored verdicts; recomputing", stacklevel=2)
         except Exception as exc:  # unreadable or foreign: recompute, never trust it
             warnings.warn(f"reference cache {path}: unreadable ({type(exc).__name__}: {exc}); recomputing",
@@ -158,7 +193,11 @@ def cached_reference(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES,
 def store_reference(batch: ProblemBatch, solution: BatchSolution, tol: Tolerances = DEFAULT_TOLERANCES,
                     cache_dir: Path | str | None = None) -> pd.DataFrame:
     """Reference rows from the reference's answers ``solution`` (computed here or on a cluster
-    worker), cached for next time; a cache that cannot be written costs a recomputation."""
+    worker), cached chunk by chunk (``chunks``) for next time; a cache that cannot be
+    written costs a recomputation."""
+    if len(chunks(batch)) > 1:
+        return pd.concat([store_reference(batch.subset(part), solution.take(part), tol, cache_dir)
+                          for part in chunks(batch)], ignore_index=True)
     path = cache_path(batch, tol, cache_dir)
     rows = reference_rows(batch, solution, tol)
     try:

@@ -166,25 +166,30 @@ class JaxBatchedAdapter:
     def run(self, prepared):
         """Solve the batch; with a ``chunk`` setting > 0, in pieces of ``chunk`` cases (the last
         padded by repeating its final case, so every piece has one compiled shape)."""
-        jax = import_jax()
         problem, (bounded, arrays) = prepared
-        solve = self._compiled(problem.P is not None, bounded)
+        with precision(self.dtype):
+            return self.chunked(self._compiled(problem.P is not None, bounded), arrays)
+
+    def chunked(self, solve, arrays):
+        """``solve(*arrays)`` (a jitted, vmapped function of arrays with one leading batch axis)
+        in pieces of the ``chunk`` setting (0: at once), blocked until ready; call it inside
+        ``precision``."""
+        jax = import_jax()
         chunk = int(self.settings.get("chunk") or 0)
         n = arrays[0].shape[0]
-        with precision(self.dtype):
-            if chunk <= 0 or n <= chunk:
-                return jax.block_until_ready(solve(*arrays))
-            import jax.numpy as jnp
+        if chunk <= 0 or n <= chunk:
+            return jax.block_until_ready(solve(*arrays))
+        import jax.numpy as jnp
 
-            pieces = []
-            for start in range(0, n, chunk):
-                part = [a[start:start + chunk] for a in arrays]
-                short = chunk - part[0].shape[0]
-                if short:
-                    part = [jnp.concatenate([a, jnp.repeat(a[-1:], short, axis=0)]) for a in part]
-                out = jax.block_until_ready(solve(*part))
-                pieces.append([o[:chunk - short] for o in out])
-            return tuple(jnp.concatenate(cols) for cols in zip(*pieces))
+        pieces = []
+        for start in range(0, n, chunk):
+            part = [a[start:start + chunk] for a in arrays]
+            short = chunk - part[0].shape[0]
+            if short:
+                part = [jnp.concatenate([a, jnp.repeat(a[-1:], short, axis=0)]) for a in part]
+            out = jax.block_until_ready(solve(*part))
+            pieces.append([o[:chunk - short] for o in out])
+        return tuple(jnp.concatenate(cols) for cols in zip(*pieces))
 
     def collect(self, raw, prepared):
         import numpy as np

@@ -35,6 +35,15 @@ Measures (seed 002 §6), each a boolean setting unless stated:
   tolerance ``pivot_tol / 100`` (fresh reduced costs are accurate enough for it), so the
   final duals pass the certificate check at 1e-5.
 
+* ``warm_exits`` (new here): LPs that differ only in their last column and cost (a scene's
+  2d exit LPs: the column of ``t``) share one phase 1, solved on the LP without that column;
+  its final basis is feasible for each of them at ``t = 0``, so each exit LP builds its
+  tableau fresh from it (dual pivots repair float noise) and runs phase 2 only. Where phase 1
+  proves the group infeasible (support already lost), its Farkas certificate also proves an
+  exit LP infeasible whose ``t`` column keeps it valid (``a_t @ y <= 0``); that LP is answered
+  so, unsolved, and the verifier checks the certificate as any other. The rest, and every warm
+  start that does not end optimal, is solved cold.
+
 * ``small_witness`` (new here): among the optimal vertices, continue to one with the smallest
   ``sum(x)`` (only columns with zero reduced cost may enter, so the optimum is kept). A
   supported 3D pose often has optimal vertices whose weights are hundreds of times the
@@ -48,6 +57,7 @@ comes with a Farkas certificate), as in the published adapter.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.metadata
 import inspect
@@ -254,15 +264,18 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         "reinvert": Option(bool, True, "rebuild the tableau from the final basis and continue"),
         "reinversions": Option(int, 2, "how many times reinvert rebuilds", ge=0),
         "small_witness": Option(bool, True, "among optimal vertices, move to one with the smallest sum(x)"),
+        "warm_exits": Option(bool, True, "LPs that differ in their last column only (a scene's exit LPs) share "
+                                         "one phase 1 and start phase 2 from its basis"),
         "chunk": _jax.JaxBatchedAdapter.chunk_option(1024),
         "device": _jax.JaxBatchedAdapter.device_option(),
     }
     SETTINGS = {"default": {}, "published": {"cap": False, "bland": False, "artificial_ge": False, "spread": False,
                                              "recompute": False, "pivot_tol": 1e-6, "reinvert": False,
-                                             "small_witness": False}}
+                                             "small_witness": False, "warm_exits": False}}
     #: the measures ``contactbench ablate`` switches off one at a time, with their "off" values.
     MEASURES = {"cap": False, "bland": False, "artificial_ge": False, "spread": False, "recompute": False,
-                "pivot_tol": 1e-6, "exit_cap": False, "reinvert": False, "small_witness": False}
+                "pivot_tol": 1e-6, "exit_cap": False, "reinvert": False, "small_witness": False,
+                "warm_exits": False}
 
     @classmethod
     def check_available(cls) -> None:
@@ -272,18 +285,81 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
     def prepare(self, problem):
         if not self.settings["exit_cap"] and problem.m_ub:
             problem = _old_exit_cap(problem)
-        return super().prepare(problem)
+        problem, (bounded, placed) = super().prepare(problem)
+        return problem, (bounded, placed, self._warm_groups(problem) if self.settings["warm_exits"] else None)
 
-    def _compiled(self, with_P: bool, bounded: tuple[int, ...]):
-        cache = self.__dict__.setdefault("_jitted", {})
-        key = ("hold", bounded)
+    def _warm_groups(self, problem):
+        """``(phase-1 arrays on the device, group of each LP, last columns of A_eq and A_ub)``
+        for ``warm_exits``, or None.
+
+        LPs that differ only in their last column (and cost), as a scene's exit LPs do (the
+        column of ``t``), share one phase 1: the LP without that column, whose feasible
+        basis is feasible for each of them at ``x_last = 0``. Used when the batch has at
+        least two LPs per group; grouping compares exact bytes (no tolerance). The shared LP
+        minimises the sum of its variables: its optimal basis is a small-weight vertex."""
+        B, n = problem.c.shape
+        if B < 2 or n < 2:
+            return None
+        rest = np.concatenate([problem.A_eq[:, :, :-1].reshape(B, -1), problem.b_eq,
+                               problem.A_ub[:, :, :-1].reshape(B, -1), problem.b_ub], axis=1)
+        rows = np.ascontiguousarray(rest).view(np.dtype((np.void, rest.shape[1] * rest.itemsize))).reshape(B)
+        _, first, group = np.unique(rows, return_index=True, return_inverse=True)
+        if 2 * len(first) > B:
+            return None
+        jax = _jax.import_jax()
+        dev = _jax.device(self.settings["device"])
+        # phase 1, then the vertex of smallest total weight (a start float32 can factor well:
+        # the smallest witness, as ``small_witness`` seeks; a feasibility-only vertex may
+        # carry weights hundreds of times the load)
+        arrays = (np.ones((len(first), n - 1)), problem.A_eq[first, :, :-1], problem.b_eq[first],
+                  problem.A_ub[first, :, :-1], problem.b_ub[first])
+        with _jax.precision(self.dtype):
+            placed = tuple(jax.device_put(np.asarray(a, dtype=self.dtype), dev) for a in arrays)
+        return placed, group.reshape(B), problem.A_eq[:, :, -1], problem.A_ub[:, :, -1]
+
+    def run(self, prepared):
+        """The batch, cold (``one_case``), or with ``warm_exits``: one phase 1 per group, then
+        each LP of a feasible group from its basis (``one_warm_exit``; solved again cold when
+        that does not end optimal); an LP of an infeasible group whose own column keeps the
+        group's Farkas certificate valid (``a_last @ y <= 0``) is answered infeasible with it,
+        unsolved; the others are solved cold."""
+        problem, (bounded, arrays, warm) = prepared
+        if warm is None:
+            return super().run((problem, (bounded, arrays)))
+        import jax.numpy as jnp
+
+        phase1, group, last_eq, last_ub = warm
+        with _jax.precision(self.dtype):
+            basis, feasible, y_eq, y_ub, proven = self.chunked(self._jitted("phase1", self.one_phase1), phase1)
+            ok = np.asarray(feasible)[group]  # host: which LPs start warm
+            y_eq_, y_ub_ = np.asarray(y_eq, np.float64)[group], np.asarray(y_ub, np.float64)[group]
+            keeps = np.einsum("bi,bi->b", last_eq, y_eq_) + np.einsum("bi,bi->b", last_ub, y_ub_) <= 0
+            certified = ~ok & np.asarray(proven)[group] & keeps
+            warm_at, cold_at = np.flatnonzero(ok), np.flatnonzero(~ok & ~certified)
+            take, put = _index_ops()
+            parts = []
+            if len(warm_at):
+                parts.append((warm_at, self.chunked(self._jitted("warm", self.one_warm_exit),
+                                                    list(take((*arrays[:5], basis), (warm_at,) * 5 + (group[warm_at],))))))
+                # a warm start that does not end optimal is solved again cold (never worse than cold)
+                cold_at = np.union1d(cold_at, warm_at[np.asarray(parts[0][1][3]) != 3])
+            if len(cold_at):
+                parts.append((cold_at, self.chunked(self._compiled(False, bounded),
+                                                    list(take(arrays, (cold_at,) * len(arrays))))))
+            B, n = problem.c.shape
+            dtype = np.dtype(self.dtype)
+            out = (jnp.zeros((B, n), dtype), jnp.asarray(y_eq_, dtype), jnp.asarray(y_ub_, dtype),
+                   jnp.zeros(B, jnp.int32), jnp.full(B, -1, jnp.int32))  # certified: code 0, infeasible
+            for where, values in parts:
+                out = put(out, where, tuple(values))
+            return _jax.import_jax().block_until_ready(out)
+
+    def _jitted(self, key, fn):
+        """``jax.jit(jax.vmap(fn))``, traced with our pivot loop swapped into linrax (cached)."""
+        cache = self.__dict__.setdefault("_jitted_fns", {})
         if key not in cache:
             jax = _jax.import_jax()
-
-            def case(c, Ae, be, Au, bu, lb):
-                return self.one_case(c, Ae, be, Au, bu)
-
-            compiled = jax.jit(jax.vmap(case))
+            compiled = jax.jit(jax.vmap(fn))
 
             def traced(*args):  # trace (first call per shape) with our loop swapped in
                 with _swapped(_pivot_loop(self.settings)):
@@ -292,38 +368,104 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             cache[key] = traced
         return cache[key]
 
+    def _compiled(self, with_P: bool, bounded: tuple[int, ...]):
+        def case(c, Ae, be, Au, bu, lb):
+            return self.one_case(c, Ae, be, Au, bu)
+
+        return self._jitted(("hold", bounded), case)
+
     def one_case(self, c, A_eq, b_eq, A_ub, b_ub, P=None, lb=None, bounded=()):
         """One LP through linrax's linprog (our pivot loop), then reinversion, primal and dual."""
+        from linrax import optim
+
+        s = self.settings
+        tol = s["pivot_tol"]
+        H, A_eq_s, b_eq_s = self._spread(c, A_eq, b_eq)
+        linprog = getattr(optim.linprog, "__wrapped__", optim.linprog)
+        sol, kind = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq_s, b_eq=b_eq_s, primal_tol=tol, dual_tol=tol)
+        return self._finish(c, A_eq_s, b_eq_s, A_ub, b_ub, H, sol.basis, sol.tableau, kind.feasible[0],
+                            kind.bounded[0], sol.x)
+
+    def one_phase1(self, c, A_eq, b_eq, A_ub, b_ub):
+        """Phase 1 of one LP (the part a group of LPs shares, ``warm_exits``): ``(basis,
+        feasible, y_eq, y_ub, proven)``: linrax's final basis, whether phase 1 found it
+        feasible, and, when it did not and its phase 1 ended optimal (``proven``), the
+        Farkas duals of the rows (``A^T y <= 0`` on every column, ``b @ y > 0``)."""
+        import jax.numpy as jnp
+        from linrax import optim
+
+        tol = self.settings["pivot_tol"]
+        H, A_eq_s, b_eq_s = self._spread(c, A_eq, b_eq)
+        linprog = getattr(optim.linprog, "__wrapped__", optim.linprog)
+        sol, kind = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq_s, b_eq=b_eq_s, primal_tol=tol, dual_tol=tol)
+        feasible = kind.feasible[0]
+        form = standard_form(jnp, c, A_eq_s, b_eq_s, A_ub, b_ub)
+        y, phase1 = basis_duals(jnp, form, sol.basis, feasible)
+        proven = ~feasible & ~jnp.any(phase1 - form.A_full.T @ (form.flip * y) < -tol)
+        m_eq = b_eq.shape[0]
+        return sol.basis, feasible, H @ y[:m_eq], y[m_eq:], proven
+
+    def one_warm_exit(self, c, A_eq, b_eq, A_ub, b_ub, basis):
+        """One exit LP from ``basis``: the phase-1 basis of its scene (``one_phase1`` without
+        the ``t`` column; column ``j >= k`` is column ``j + 1`` here), feasible at ``t = 0``
+        for every direction. The tableau is built fresh from it, dual pivots repair float
+        noise, and phase 2 runs as a reinversion round does: no phase 1."""
+        import jax.numpy as jnp
+
+        s = self.settings
+        tol = s["pivot_tol"]
+        k = c.shape[0] - 1
+        H, A_eq_s, b_eq_s = self._spread(c, A_eq, b_eq)
+        form = standard_form(jnp, c, A_eq_s, b_eq_s, A_ub, b_ub)
+        basis = jnp.where(basis >= k, basis + 1, basis)
+        tableau = self._fresh_tableau(form, c, basis, b_eq.shape[0] + b_ub.shape[0])
+        return self._finish(c, A_eq_s, b_eq_s, A_ub, b_ub, H, basis, tableau, jnp.asarray(True),
+                            jnp.asarray(True), None, warm=True)
+
+    def _spread(self, c, A_eq, b_eq):
+        """``(H, H A_eq, H b_eq)`` (``spread``; ``H = I`` when off or without equality rows)."""
+        import jax.numpy as jnp
+
+        m_eq = b_eq.shape[0]
+        H = householder(jnp, b_eq) if (self.settings["spread"] and m_eq) else jnp.eye(m_eq, dtype=c.dtype)
+        return H, H @ A_eq, H @ b_eq
+
+    @staticmethod
+    def _fresh_tableau(form, c, basis, m):
+        """The phase-2 tableau of ``basis`` computed fresh: ``B^-1 [A b]`` and the reduced costs."""
+        import jax.numpy as jnp
+
+        A_full, b_std, _flip, c_std = form
+        A_std = A_full[:, :c_std.shape[0]]
+        B_inv = jnp.linalg.inv(A_full[:, basis])  # one factorisation
+        body = B_inv @ jnp.concatenate([A_std, b_std[:, None]], axis=1)
+        c_B = jnp.concatenate([c_std, jnp.zeros(m, c.dtype)])[basis]
+        y_ = B_inv.T @ c_B
+        cost = jnp.concatenate([c_std - A_std.T @ y_, -(b_std @ y_)[None]])
+        return jnp.concatenate([body, cost[None, :]], axis=0)
+
+    def _finish(self, c, A_eq_s, b_eq_s, A_ub, b_ub, H, basis, tableau, feasible, bounded, sol_x, warm=False):
+        """From a basis and its tableau: reinversion rounds, small witness, primal, duals and
+        the status code (``one_case``'s second half; ``warm``: a first round, from the fresh
+        tableau of the warm basis with linrax's phase-2 tolerance, is phase 2)."""
         import jax.numpy as jnp
         from linrax import optim
 
         s = self.settings
         tol = s["pivot_tol"]
-        m_eq, m_ub, n = b_eq.shape[0], b_ub.shape[0], c.shape[0]
-        H = householder(jnp, b_eq) if (s["spread"] and m_eq) else jnp.eye(m_eq, dtype=c.dtype)
-        A_eq_s, b_eq_s = H @ A_eq, H @ b_eq
-        linprog = getattr(optim.linprog, "__wrapped__", optim.linprog)
-        sol, kind = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq_s, b_eq=b_eq_s, primal_tol=tol, dual_tol=tol)
+        m_eq, m_ub, n = b_eq_s.shape[0], b_ub.shape[0], c.shape[0]
         form = standard_form(jnp, c, A_eq_s, b_eq_s, A_ub, b_ub)  # linrax's standard form, rebuilt
         A_full, b_std, flip, c_std = form
         m = m_eq + m_ub
         n_std = n + m_ub
         A_std = A_full[:, :n_std]
-        feasible = kind.feasible[0]
-        basis = sol.basis
-        bounded = kind.bounded[0]
-        tableau = sol.tableau
         rounds = int(s["reinversions"]) if s["reinvert"] else 0
         opt_tol = tol / 100 if rounds else tol
         loop = _pivot_loop(s, opt_tol)
         dual = _dual_loop(int(s["max_pivots"]) if s["cap"] else 10_000, tol, tol / 100)
-        for _ in range(rounds):
-            B_inv = jnp.linalg.inv(A_full[:, basis])  # one factorisation per reinversion
-            body = B_inv @ jnp.concatenate([A_std, b_std[:, None]], axis=1)
-            c_B = jnp.concatenate([c_std, jnp.zeros(m, c.dtype)])[basis]
-            y_ = B_inv.T @ c_B
-            cost = jnp.concatenate([c_std - A_std.T @ y_, -(b_std @ y_)[None]])
-            fresh = jnp.concatenate([body, cost[None, :]], axis=0)
+        coarse = _pivot_loop(s)  # linrax's phase-2 tolerance: the warm start's phase 2
+        for r in range(rounds + 1 if warm else rounds):  # warm: the first round is phase 2
+            fresh = self._fresh_tableau(form, c, basis, m)
             # an 'unbounded' ray is re-examined on the fresh tableau too, but only a finite one:
             # linrax may have pivoted a ray column with no entry into the basis (x = inf), whose
             # singular basis gives no tableau to re-examine; its 'unbounded' then stands
@@ -334,20 +476,23 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             x0 = jnp.zeros(n_std, c.dtype).at[basis].set(tableau[:m, -1], mode="drop")
             step = optim.SimplexStep(tableau, basis, x0)
             st = optim.SimplexSolutionType((go & ~stuck).reshape(1), jnp.array([True]))
-            step, st = loop(step, st, 1, tol)
+            step, st = (coarse if warm else loop)(step, st, 1, tol)
             basis = jnp.where(go, step.basis, basis)
             tableau = jnp.where(go, step.tableau, tableau)
             bounded = jnp.where(go & ~stuck, st.bounded[0], bounded)
+            if warm:  # a warm start that finds no finite tableau proves nothing: not optimal
+                feasible = feasible & jnp.all(jnp.isfinite(fresh))
+                warm = False
         optimal = feasible & bounded & ~loop.improvable(tableau, basis, tol) & ~jnp.any(tableau[:m, -1] < -tol)
         if s["small_witness"]:
             basis, tableau = self._small_witness(loop, A_full, A_std, b_std, basis, tableau, optimal, n, opt_tol, tol)
         B = A_full[:, basis]  # the final basis: primal (recompute) and dual, by solves (more accurate than inv)
         if s["recompute"]:
             x = jnp.zeros(n_std + m, c.dtype).at[basis].set(jnp.linalg.solve(B, b_std))[:n]
-        elif rounds or s["small_witness"]:
+        elif rounds or s["small_witness"] or sol_x is None:
             x = jnp.zeros(n_std + m, c.dtype).at[basis].set(tableau[:m, -1])[:n]
         else:
-            x = sol.x[:n]
+            x = sol_x[:n]
         y, phase1 = basis_duals(jnp, form, basis, feasible)
         # infeasible only when phase 1 ended optimal; a phase 1 stopped by the cap is MAX_ITER
         phase1_done = ~jnp.any(phase1 - A_full.T @ (flip * y) < -tol)
@@ -388,6 +533,19 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         names = np.array(["infeasible", "unbounded", "cap_reached", "optimal"], dtype=object)
         table = np.array([Status.INFEASIBLE, Status.UNBOUNDED, Status.MAX_ITER, Status.OPTIMAL], dtype=object)
         return table[code], names[code]
+
+
+@functools.cache
+def _index_ops():
+    """``(take, put)``, jitted: ``take(arrays, indices)`` gathers rows ``indices[i]`` of
+    ``arrays[i]``; ``put(outs, where, values)`` sets rows ``where`` of every ``outs[i]`` to
+    ``values[i]`` (one dispatch each instead of one per array)."""
+    jax = _jax.import_jax()
+    import jax.numpy as jnp
+
+    take = jax.jit(lambda arrays, indices: tuple(jnp.take(a, i, axis=0) for a, i in zip(arrays, indices)))
+    put = jax.jit(lambda outs, where, values: tuple(o.at[where].set(v) for o, v in zip(outs, values)))
+    return take, put
 
 
 def _old_exit_cap(problem):

@@ -150,6 +150,23 @@ class BatchSolution:
             message=str(self.message[i]), extras={k: v[i] for k, v in self.extras.items()},
         )
 
+    _CASE_ARRAYS = ("x", "y_eq", "y_ub", "objective", "status", "iterations", "native_status", "message")
+
+    def take(self, index) -> "BatchSolution":
+        """The answers of the cases at ``index`` (a slice or an int array), extras included."""
+        return BatchSolution(**{k: getattr(self, k)[index] for k in self._CASE_ARRAYS},
+                             extras={k: np.asarray(v)[index] for k, v in self.extras.items()})
+
+    @classmethod
+    def concat(cls, parts: "list[BatchSolution]") -> "BatchSolution":
+        """The answers of consecutive batches as one (cases in order); an ``extras`` key every
+        part has is concatenated too."""
+        if not parts:
+            raise ProblemError("parts: expected at least one BatchSolution, got an empty list")
+        common = set(parts[0].extras).intersection(*(p.extras for p in parts[1:]))
+        return cls(**{k: np.concatenate([getattr(p, k) for p in parts]) for k in cls._CASE_ARRAYS},
+                   extras={k: np.concatenate([np.asarray(p.extras[k]) for p in parts]) for k in sorted(common)})
+
     @classmethod
     def stack(cls, solutions: list[Solution]) -> "BatchSolution":
         """Stack per-case ``Solution`` objects (all of one problem shape); an ``extras`` key

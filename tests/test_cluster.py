@@ -339,3 +339,37 @@ def test_each_embedded_worker_solves_on_its_own_device(tmp_path, monkeypatch):
     assert set(rows["env_jax_devices"]) == {"cpu:cpu:0,cpu:cpu:1,cpu:cpu:2,cpu:cpu:3"}
     assert (rows["device_id"] == "cpu:" + rows["env_worker"].astype(str)).all()
     assert set(rows["env_worker"]) <= {"0", "1"}
+
+
+def test_a_large_reference_is_computed_in_chunks_on_every_worker_and_cached_per_chunk(tmp_path, monkeypatch):
+    """Issue 22: the reference of a problem set larger than a chunk is one Dask task per chunk,
+    spread over the workers, cached chunk by chunk, and equal to the reference in one piece;
+    the cells receive the answers as one scattered future, not as arrays in their tasks."""
+    import numpy as np
+    from distributed import Future, get_task_stream
+
+    from bench import reference
+    from bench.cell import batch_for
+
+    monkeypatch.setattr(reference, "CHUNK_CASES", 8)
+    cells, _ = grid.expand(["planar-box"], ["highs"], ["float64"], ["cpu"], [40], 0, 1)
+    batch = batch_for(cells[0])
+    cache = tmp_path / "cache"
+    submitted = []
+    with cluster.embedded(workers=2) as client:
+        real_submit = client.submit
+        monkeypatch.setattr(client, "submit", lambda fn, *a, **k: submitted.append((fn, a)) or real_submit(fn, *a, **k))
+        with get_task_stream(client) as stream:
+            results = runner.run_cells(cells, tmp_path / "run", "chunks", timeout=120, client=client, cache_dir=cache)
+    assert [r.state for r in results] == ["done"]
+    chunk_tasks = [t for t in stream.data if str(t["key"]).startswith("contactbench-reference")]
+    assert len(chunk_tasks) == 5 and len({t["worker"] for t in chunk_tasks}) == 2
+    assert len(list(cache.glob("*.npz"))) == 5  # one entry per chunk
+    whole = reference.compute_reference(batch)  # in one piece, no cache
+    rows = results[0].rows
+    np.testing.assert_array_equal(rows["ref_delta"], whole["ref_delta"])
+    np.testing.assert_array_equal(rows["truth"], whole["truth"])
+    [cell_args] = [a for fn, a in submitted if fn is cluster.cell_task]
+    assert isinstance(cell_args[5], Future)  # the answers travel once, scattered; the task holds a future
+    assert reference.missing_chunks(batch, cache_dir=cache) == []
+    assert [(p.start, p.stop) for p in reference.chunks(batch)] == [(0, 8), (8, 16), (16, 24), (24, 32), (32, 40)]

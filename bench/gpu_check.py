@@ -1,0 +1,130 @@
+"""The GPU check anyone can run: ``make gpu-check`` (``python -m bench.gpu_check``).
+
+On a node with one GPU it writes, under ``--out`` (default ``results/gpu-check``), in at
+most ``--budget`` seconds (default 480, 8 minutes), three measurements, each a bounded step
+(its share of the budget, then it is stopped and the next one runs):
+
+1. ``device-table.md``: seed 002's device table (``contactbench ablate --table gpu``:
+   float32 ms per 256 scenes on CPU and GPU, and the share verified correct);
+2. ``overhead.md``: the per-phase harness overhead at 65,536 scenes on every device JAX
+   sees (``python -m bench.overhead``);
+3. ``scaling.md``: the batched JAX adapters on planar-box and cube-3d LP-1, float32, at
+   256 / 4,096 / 65,536 scenes on the GPU, every cell bounded by ``--cell-timeout``
+   (``contactbench run`` then ``contactbench report``; the run under ``runs/``).
+
+``summary.md`` lists each step's state, seconds and command, and the host, GPU and JAX
+versions. Without a GPU it stops with exit code 2, unless ``--device cpu`` (the dry run
+this project's tests make: same steps, small sizes with ``--sizes``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+#: the batched JAX adapters the scaling step runs (the grid skips what a family cannot take)
+ADAPTERS = ("linrax", "linrax-hold", "qpax", "mpax", "altproj", "exact-planar[jax]")
+SIZES = (256, 4096, 65536)
+#: each step's share of the budget
+SHARES = {"device-table": 0.3, "overhead": 0.2, "scaling": 0.5}
+
+
+def steps(out: Path, device: str, sizes: tuple[int, ...], cell_timeout: float, workers: int) -> list[tuple]:
+    """``(name, output file, [commands])`` of the check (see the module docstring)."""
+    exe = [sys.executable, "-m"]
+    cli = exe + ["bench.cli"]
+    runs = str(out / "runs")
+    scaling = cli + ["run", "--family", "planar-box", "--family", "cube-3d", "--dtype", "float32",
+                     "--device", device, "--n", ",".join(map(str, sizes)), "--repeats", "3",
+                     "--timeout", f"{cell_timeout:g}", "--workers", str(workers), "--out", runs,
+                     "--run-id", "gpu-scaling"]
+    for adapter in ADAPTERS:
+        scaling += ["--solver", adapter]
+    device_table = cli + ["ablate", "--table", "gpu" if device == "gpu" else "ablation", "--repeats", "3",
+                          "--timeout", f"{cell_timeout:g}", "--out", runs, "--run-id", "gpu-device-table"]
+    if device != "gpu":
+        device_table += ["--scale", "0.1"]
+    return [
+        ("device-table", "device-table.md", [device_table]),
+        ("overhead", "overhead.md", [exe + ["bench.overhead", "--sizes", str(max(sizes)), "--rounds", "3"]]),
+        ("scaling", "scaling.md", [scaling, cli + ["report", str(out / "runs" / "gpu-scaling"),
+                                                   "--out", str(out / "scaling-report")]]),
+    ]
+
+
+def run_step(commands: list[list[str]], output: Path, seconds: float) -> tuple[str, float]:
+    """Run ``commands`` one after another within ``seconds`` in all, their output appended
+    to ``output``; ``(state, seconds)``: done, failed (a non-zero exit) or timeout."""
+    started = time.perf_counter()
+    with open(output, "w") as fh:
+        for command in commands:
+            left = seconds - (time.perf_counter() - started)
+            fh.write(f"$ {' '.join(command)}\n\n")
+            fh.flush()
+            try:
+                code = subprocess.run(command, stdout=fh, stderr=subprocess.STDOUT, timeout=max(left, 1.0),
+                                      stdin=subprocess.DEVNULL).returncode
+            except subprocess.TimeoutExpired:
+                fh.write(f"\n[stopped: the step's {seconds:.0f} s were spent]\n")
+                return "timeout", time.perf_counter() - started
+            if code != 0:
+                return f"failed (exit {code})", time.perf_counter() - started
+    return "done", time.perf_counter() - started
+
+
+def gpu_name() -> str | None:
+    """The first GPU JAX sees (its device kind), or None."""
+    try:
+        import jax
+
+        gpus = jax.devices("gpu")
+    except Exception:  # noqa: BLE001 - no CUDA plug-in, no driver: no GPU
+        return None
+    return str(gpus[0].device_kind) if gpus else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.gpu_check", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("results/gpu-check"), help="output folder")
+    parser.add_argument("--budget", type=float, default=480.0, help="seconds for all steps (default 480)")
+    parser.add_argument("--device", choices=("gpu", "cpu"), default="gpu", help="gpu, or cpu for a dry run")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="scaling sizes, comma-separated")
+    parser.add_argument("--cell-timeout", type=float, default=60.0, help="seconds per cell (default 60)")
+    parser.add_argument("--workers", type=int, default=min(8, os.cpu_count() or 1),
+                        help="Dask workers (references in parallel; GPU cells run one at a time)")
+    args = parser.parse_args(argv)
+    try:
+        sizes = tuple(int(v) for v in args.sizes.split(",") if v.strip())
+    except ValueError:
+        parser.error(f"--sizes: expected integers like 256,4096, got {args.sizes!r}")
+    if not sizes or min(sizes) < 1 or args.budget <= 0 or args.cell_timeout <= 0 or args.workers < 1:
+        parser.error("--sizes: integers >= 1; --budget, --cell-timeout: > 0; --workers: >= 1")
+    gpu = gpu_name()
+    if args.device == "gpu" and gpu is None:
+        print("gpu-check: JAX sees no GPU here (jax.devices('gpu') is empty); nothing measured. "
+              "For a dry run of the steps: python -m bench.gpu_check --device cpu --sizes 64", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    import jax
+
+    lines = ["# gpu-check", "", f"- host: {platform.node()}, {os.cpu_count()} CPU cores",
+             f"- GPU: {gpu or 'none (dry run on the CPU)'}", f"- jax {jax.__version__}, Python {platform.python_version()}",
+             f"- budget {args.budget:g} s, cell timeout {args.cell_timeout:g} s, sizes {list(sizes)}", "",
+             "| step | state | seconds | output |", "|---|---|---|---|"]
+    for name, output, commands in steps(args.out, args.device, sizes, args.cell_timeout, args.workers):
+        print(f"gpu-check: {name} ...", flush=True)
+        state, seconds = run_step(commands, args.out / output, SHARES[name] * args.budget)
+        print(f"gpu-check: {name} {state} in {seconds:.0f} s -> {args.out / output}", flush=True)
+        lines.append(f"| {name} | {state} | {seconds:.0f} | {output} |")
+    (args.out / "summary.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
