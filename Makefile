@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench install clean
+.PHONY: run test bench gpu-check install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,13 @@ bench: $(STAMP)
 		--benchmark-json results/benchmarks.json
 	$(BIN)/python -m bench.native_speed
 	$(BIN)/python -m bench.overhead
+	$(BIN)/python -m bench.scale
+
+## gpu-check: on a node with one GPU, within 8 minutes: seed 002's device table, the
+## harness overhead at 65,536 and a scaling run, under results/gpu-check (README:
+## "Measured on a GPU").
+gpu-check: $(STAMP)
+	$(BIN)/python -m bench.gpu_check --out results/gpu-check
 
 clean:
 	rm -rf $(VENV) results/runs results/latest results/site results/benchmarks.json .pytest_cache .asv

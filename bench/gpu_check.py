@@ -45,10 +45,10 @@ def steps(out: Path, device: str, sizes: tuple[int, ...], cell_timeout: float, w
                      "--run-id", "gpu-scaling"]
     for adapter in ADAPTERS:
         scaling += ["--solver", adapter]
-    device_table = cli + ["ablate", "--table", "gpu" if device == "gpu" else "ablation", "--repeats", "3",
-                          "--timeout", f"{cell_timeout:g}", "--out", runs, "--run-id", "gpu-device-table"]
-    if device != "gpu":
-        device_table += ["--scale", "0.1"]
+    device_table = cli + ["ablate", "--table", "gpu", "--repeats", "3", "--timeout", f"{cell_timeout:g}",
+                          "--out", runs, "--run-id", "gpu-device-table"]
+    if device != "gpu":  # the dry run: the CPU columns, small cells
+        device_table += ["--scale", "0.05"]
     return [
         ("device-table", "device-table.md", [device_table]),
         ("overhead", "overhead.md", [exe + ["bench.overhead", "--sizes", str(max(sizes)), "--rounds", "3"]]),

@@ -144,3 +144,4 @@ def test_every_loop_adapter_is_compared_with_its_bare_loop_or_says_why_not():
                          if name not in native_speed.BARE and not getattr(solvers.adapter_class(name),
                                                                           "NATIVE_SPEED_NOTE", ""))
     assert unexplained == []
+

@@ -1,0 +1,24 @@
+"""``make gpu-check`` (``bench.gpu_check``): refused without a GPU, every step dry-run on the CPU."""
+
+
+def test_gpu_check_refuses_without_a_gpu_and_dry_runs_every_step_on_the_cpu(tmp_path):
+    """``make gpu-check``'s module: exit 2 naming the cause where JAX sees no GPU; with
+    ``--device cpu`` the same three bounded steps run and write their outputs and a summary."""
+    import subprocess
+    import sys
+
+    refused = subprocess.run([sys.executable, "-m", "bench.gpu_check", "--out", str(tmp_path / "no")],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "JAX sees no GPU" in refused.stderr
+    assert not (tmp_path / "no").exists()
+    out = tmp_path / "dry"
+    done = subprocess.run([sys.executable, "-m", "bench.gpu_check", "--device", "cpu", "--sizes", "8,16",
+                           "--budget", "400", "--cell-timeout", "60", "--workers", "1", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = (out / "summary.md").read_text()
+    for step in ("device-table", "overhead", "scaling"):
+        assert f"| {step} | done |" in summary, summary
+    assert "| linrax-hold" in (out / "overhead.md").read_text()
+    report = (out / "scaling-report" / "report.md").read_text()
+    assert "cube-3d" in report and "planar-box" in report
