@@ -287,7 +287,7 @@ class Adapter:
         import numpy as np
 
         solution = self.collect(raw, prepared)
-        optimal = np.array([s is Status.OPTIMAL for s in solution.status], dtype=bool)
+        optimal = np.asarray(solution.status == Status.OPTIMAL, dtype=bool)  # one array comparison
         x_ok = np.all(np.isfinite(solution.x.reshape(len(solution), -1)), axis=1)
         obj_ok = np.isfinite(np.asarray(solution.objective, dtype=float))
         broken = optimal & ~(x_ok & obj_ok)
