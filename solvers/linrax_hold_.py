@@ -409,11 +409,9 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         """One exit LP from ``basis``: the phase-1 basis of its scene (``one_phase1`` without
         the ``t`` column; column ``j >= k`` is column ``j + 1`` here), feasible at ``t = 0``
         for every direction. The tableau is built fresh from it, dual pivots repair float
-        noise, and phase 2 runs as a reinversion round does: no phase 1."""
+        noise, and phase 2 runs at linrax's tolerance before the reinversion rounds: no phase 1."""
         import jax.numpy as jnp
 
-        s = self.settings
-        tol = s["pivot_tol"]
         k = c.shape[0] - 1
         H, A_eq_s, b_eq_s = self._spread(c, A_eq, b_eq)
         form = standard_form(jnp, c, A_eq_s, b_eq_s, A_ub, b_ub)
