@@ -162,6 +162,7 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
     if cell.device == "cpu":  # the CPU model says more than JAX's device kind ("cpu")
         model = str(env.get("env_cpu", ""))
     env = {**env, "env_jax_devices": jax_devices(), "env_xla_flags": os.environ.get("XLA_FLAGS", ""),
+           "env_malloc": " ".join(f"{k}={os.environ[k]}" for k in sorted(os.environ) if k.startswith("MALLOC_")),
            "env_jax_matmul_precision": jax_matmul_precision(adapter)}
     rows = base_rows(cell, batch, ref, env, run_id)  # (env after the solve: its import is not timed)
     solution = timed.solution
@@ -169,8 +170,8 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
     timing = timing_columns(timed.times_s, timed.first_s, cell.n, len(batch), timed.end_to_end_s)
     cell_cols = {
         "solver_label": adapter.label, "profile": adapter.profile,
-        "status": [s.value for s in solution.status], "native_status": solution.native_status.astype(str),
-        "message": solution.message.astype(str), "iterations": solution.iterations,
+        "status": solution.status_text(), "native_status": solution.native_status.text(),
+        "message": solution.message.text(), "iterations": solution.iterations,
         "objective": solution.objective, "error_type": "", "error": "", "repeats": cell.repeats,
         **{k: v for k, v in timing.items() if k not in REPEAT_COLUMNS},
         **{k: [timing[k]] * len(batch) for k in REPEAT_COLUMNS},

@@ -277,11 +277,11 @@ def case_failures(adapter: solvers.Adapter, case: Case, atol: float) -> list[str
     if case.expect != "optimal":
         want = Status.INFEASIBLE if case.expect == "infeasible" else Status.UNBOUNDED
         if s.status is not want:
-            return [f"status {s.status.value} ({s.native_status}), expected {want.value}"]
+            return [f"status {s.status.text} ({s.native_status}), expected {want.text}"]
         return _farkas_failures(case, s, atol) if case.expect == "infeasible" else []
     out = []
     if s.status is not Status.OPTIMAL:
-        out.append(f"status {s.status.value} ({s.native_status}), expected optimal")
+        out.append(f"status {s.status.text} ({s.native_status}), expected optimal")
     if not np.isfinite(s.objective) or abs(s.objective - case.objective) > atol * (1 + abs(case.objective)):
         out.append(f"objective {s.objective:.8g}, expected {case.objective:.8g}")
     for name in ("x", "y_eq", "y_ub"):

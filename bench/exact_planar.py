@@ -103,11 +103,11 @@ class ExactPlanarAdapter(Adapter):
         x[sup, :k] = raw["witness"][sup]
         y = np.where((verdict == "unsupported")[:, None], -raw["certificate"], np.nan)
         y = np.where(sup[:, None], 0.0, y)
-        status = np.where(verdict == "uncertain", Status.ERROR, Status.OPTIMAL).astype(object)
+        status = np.where(verdict == "uncertain", Status.ERROR, Status.OPTIMAL).astype(np.int8)
         return BatchSolution(
             x=x, y_eq=y, y_ub=np.zeros((B, 0)), objective=np.where(sup, 0.0, np.nan), status=status,
-            iterations=np.full(B, -1), native_status=verdict.astype(object),
-            message=np.array([""] * B, dtype=object), extras={"margin": raw["margin"]},
+            iterations=np.full(B, -1), native_status=verdict,
+            message="", extras={"margin": raw["margin"]},
         )
 
 

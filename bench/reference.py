@@ -86,8 +86,8 @@ def _save_solution(path: Path, solution: BatchSolution, truth: np.ndarray, ident
     """Write the reference's answers, the truth they gave and the solver identity as one
     ``.npz`` (no pickle), atomically; a failed write leaves no temporary file."""
     arrays = {k: np.asarray(getattr(solution, k)) for k in _SOLUTION_ARRAYS}
-    arrays["status"] = np.array([s.value for s in solution.status], dtype="U32")
-    arrays["native_status"] = np.asarray(solution.native_status, dtype=str)
+    arrays["status"] = solution.status_text().astype("U32")
+    arrays["native_status"] = solution.native_status.text().astype(str)
     arrays["truth"] = np.asarray(truth, dtype=str)
     arrays["identity"] = np.array(json.dumps(identity, sort_keys=True))
     if "ray" in solution.extras:  # the proof of an unbounded case
@@ -106,8 +106,8 @@ def _load_solution(path: Path) -> tuple[BatchSolution, np.ndarray]:
         n = len(data["objective"])
         solution = BatchSolution(
             x=data["x"], y_eq=data["y_eq"], y_ub=data["y_ub"], objective=data["objective"],
-            status=np.array([Status(v) for v in data["status"]], dtype=object), iterations=data["iterations"],
-            native_status=data["native_status"].astype(object), message=np.array([""] * n, dtype=object),
+            status=data["status"], iterations=data["iterations"],
+            native_status=data["native_status"], message="",
             extras={"ray": data["ray"]} if "ray" in data.files else {})
         return solution, data["truth"].astype(str)
 

@@ -9,11 +9,14 @@ from .base import Adapter, Conformance, Option, module_api
 from .errors import BenchError, ProblemError, SolverError, SolverNotAvailable
 from .registry import adapter_class, adapters, available, from_spec, get, parse_spec, refresh, register
 from .specs import SolverSpec
-from .types import BatchSolution, Capabilities, ProblemTraits, Solution, StandardForm, Status, check_standard_form
+from .types import (
+    STATUS_TEXT, BatchSolution, Capabilities, CodedText, ProblemTraits, Solution, StandardForm, Status, check_standard_form,
+)
 
 __all__ = [
     "Adapter", "Conformance", "Option", "module_api",
     "BenchError", "ProblemError", "SolverError", "SolverNotAvailable",
     "SolverSpec", "adapter_class", "adapters", "available", "from_spec", "get", "parse_spec", "refresh", "register",
-    "BatchSolution", "Capabilities", "ProblemTraits", "Solution", "StandardForm", "Status", "check_standard_form",
+    "STATUS_TEXT", "BatchSolution", "Capabilities", "CodedText", "ProblemTraits", "Solution", "StandardForm", "Status",
+    "check_standard_form",
 ]

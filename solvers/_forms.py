@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .types import StandardForm
+from .types import CodedText, StandardForm
 
 
 def objective_matrix(problem: StandardForm) -> np.ndarray:
@@ -49,17 +49,26 @@ def objective_values(problem: StandardForm, x: np.ndarray) -> np.ndarray:
     return value
 
 
-def status_table(codes: np.ndarray, table: dict) -> tuple[np.ndarray, np.ndarray]:
-    """``(status, native)`` object arrays for integer ``codes`` (B,): each distinct code is
+def status_table(codes: np.ndarray, table: dict) -> tuple[np.ndarray, CodedText]:
+    """``(status, native)`` for integer native ``codes`` (B,): ``status`` (B,) int8
+    ``Status`` codes and ``native`` the native names as ``CodedText``. Each distinct code is
     looked up once in ``table`` (code -> (Status, native name)); an unknown code is
     ``(default, "code N")`` with the table's ``None`` entry as default."""
     codes = np.asarray(codes).astype(np.int64).reshape(-1)
-    distinct, inverse = np.unique(codes, return_inverse=True)
+    lo, hi = (int(codes.min()), int(codes.max())) if codes.size else (0, -1)
+    if hi - lo < 1024:  # native codes are small integers: count them, no sort of B cases
+        present = np.flatnonzero(np.bincount(codes - lo, minlength=hi - lo + 1))
+        distinct = present + lo
+        lookup = np.zeros(hi - lo + 1, dtype=np.int64)
+        lookup[present] = np.arange(len(present))
+        inverse = lookup[codes - lo]
+    else:
+        distinct, inverse = np.unique(codes, return_inverse=True)
+        inverse = inverse.reshape(-1)
     default = table.get(None)
     pairs = [table.get(int(c), (default, f"code {int(c)}")) for c in distinct]  # a few codes, not B cases
-    status = np.array([p[0] for p in pairs] + [None], dtype=object)[:-1]
-    native = np.array([p[1] for p in pairs] + [None], dtype=object)[:-1]
-    return status[inverse], native[inverse]
+    status = np.array([int(p[0]) for p in pairs], dtype=np.int8)
+    return status[inverse], CodedText(inverse.astype(np.int32), np.array([p[1] for p in pairs] + [None], dtype=object)[:-1])
 
 
 def nan_solution_arrays(problem: StandardForm) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

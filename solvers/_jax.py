@@ -149,7 +149,8 @@ class JaxBatchedAdapter:
             else False)
         if no_rows:
             A_ub, b_ub = np.zeros(problem.c.shape[:1] + (1, problem.n)), np.ones(problem.c.shape[:1] + (1,))
-        arrays = [problem.c, problem.A_eq, problem.b_eq, A_ub, b_ub, np.where(finite, problem.lb, 0.0)]
+        lb = problem.lb if len(bounded) == problem.n else np.where(finite, problem.lb, 0.0)
+        arrays = [problem.c, problem.A_eq, problem.b_eq, A_ub, b_ub, lb]
         if problem.P is not None:
             arrays.append(problem.P)
         with precision(self.dtype):
@@ -209,5 +210,5 @@ class JaxBatchedAdapter:
         return BatchSolution(
             x=x64, y_eq=y_eq.astype(np.float64), y_ub=y_ub[:, :problem.m_ub].astype(np.float64), objective=objective,
             status=status, iterations=np.asarray(iterations, dtype=np.int64).reshape(len(x64)),
-            native_status=np.asarray(native, dtype=object), message=np.full(len(x64), "", dtype=object),
+            native_status=native, message="",
         )

@@ -215,10 +215,10 @@ class AltProjAdapter(_jax.JaxBatchedAdapter, Adapter):
         return BatchSolution(
             x=x, y_eq=np.full((B, problem.m_eq), np.nan), y_ub=np.zeros((B, 0)),
             objective=np.where(feasible, objective, np.nan),
-            status=np.where(feasible, Status.OPTIMAL, Status.INFEASIBLE).astype(object),
+            status=np.where(feasible, Status.OPTIMAL, Status.INFEASIBLE).astype(np.int8),
             iterations=iters.astype(np.int64),
-            native_status=native.astype(object),
-            message=np.array([f"max cone utilisation {u:.4g}" for u in util], dtype=object),
+            native_status=native,
+            message="",  # the utilisation is a number column (extras), not text per case
             extras={"max_utilization": util.astype(np.float64)},
         )
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar
 
 from .errors import ProblemError, SolverNotAvailable
-from .types import BatchSolution, Capabilities, Solution, StandardForm, Status, check_standard_form
+from .types import BatchSolution, Capabilities, CodedText, Solution, StandardForm, Status, check_standard_form
 
 
 @dataclass(frozen=True)
@@ -293,12 +293,20 @@ class Adapter:
         broken = optimal & ~(x_ok & obj_ok)
         if not np.any(broken):
             return solution
-        status, message = solution.status.copy(), solution.message.copy()
-        for i in np.flatnonzero(broken):
-            status[i] = Status.NUMERICAL_ERROR
-            what = "x" if not x_ok[i] else "objective"
-            message[i] = (f"solver reported optimal with a non-finite {what}; recorded as numerical_error"
-                          + (f" ({message[i]})" if message[i] else ""))
+        status = np.where(broken, np.int8(Status.NUMERICAL_ERROR), solution.status).astype(np.int8)
+        # the new messages: one per distinct (what was wrong, old message) pair, never per case
+        old_names = solution.message.names
+        width = max(len(old_names), 1)
+        key = np.where(x_ok, 1, 0) * width + solution.message.codes  # what: 0 the x, 1 the objective
+        distinct, inverse = np.unique(key[broken], return_inverse=True)
+        names = []
+        for k in distinct.tolist():
+            what, old = ("x", "objective")[k // width], str(old_names[k % width]) if len(old_names) else ""
+            names.append(f"solver reported optimal with a non-finite {what}; recorded as numerical_error"
+                         + (f" ({old})" if old else ""))
+        codes = np.zeros(len(solution), dtype=np.int32)
+        codes[broken] = inverse.reshape(-1)
+        message = solution.message.where(broken, CodedText(codes, np.array(names + [None], dtype=object)[:-1]))
         return replace(solution, status=status, message=message)
 
     def validate(self, problem: StandardForm) -> None:
@@ -314,12 +322,9 @@ class Adapter:
         for name, arr in arrays.items():
             if arr is None or not arr.size:
                 continue
-            values = arr[np.isfinite(arr)] if name == "lb" else arr
-            if not values.size:
-                continue
-            biggest = float(np.max(np.abs(values)))
+            biggest = problem.magnitude(name)  # recorded once by check_standard_form
             with np.errstate(over="ignore"):
-                cast_ok = np.isfinite(values.astype(dtype)).all()
+                cast_ok = bool(np.isfinite(np.asarray(biggest).astype(dtype)))
             if not cast_ok:
                 raise ProblemError(f"{name}: |value| {biggest:.3g} overflows {self.dtype} (adapter {self.NAME!r}); "
                                    f"expected magnitudes below {float(np.finfo(dtype).max):.3g}")

@@ -68,7 +68,7 @@ from . import _jax
 from ._linrax_std import basis_duals, standard_form
 from .base import Adapter, Conformance, Option, module_api
 from .errors import SolverNotAvailable
-from .types import Capabilities, Status
+from .types import Capabilities, CodedText, Status
 
 LINRAX_VERSION = "0.3.0"
 #: SHA-256 of the source of the linrax functions this adapter relies on, as checked.
@@ -292,20 +292,26 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         """``(phase-1 arrays on the device, group of each LP, last columns of A_eq and A_ub)``
         for ``warm_exits``, or None.
 
-        LPs that differ only in their last column (and cost), as a scene's exit LPs do (the
-        column of ``t``), share one phase 1: the LP without that column, whose feasible
-        basis is feasible for each of them at ``x_last = 0``. Used when the batch has at
-        least two LPs per group; grouping compares exact bytes (no tolerance). The shared LP
-        minimises the sum of its variables: its optimal basis is a small-weight vertex."""
+        Consecutive LPs that differ only in their last column (and cost), as a scene's exit
+        LPs do (the column of ``t``), share one phase 1: the LP without that column, whose
+        feasible basis is feasible for each of them at ``x_last = 0``. Used when the batch has
+        at least two LPs per group on average; a group is a run of neighbours with equal
+        values (no tolerance; one comparison of each LP with the one before it, no sort).
+        The shared LP minimises the sum of its variables: its optimal basis is a small-weight
+        vertex."""
         B, n = problem.c.shape
         if B < 2 or n < 2:
             return None
-        rest = np.concatenate([problem.A_eq[:, :, :-1].reshape(B, -1), problem.b_eq,
-                               problem.A_ub[:, :, :-1].reshape(B, -1), problem.b_ub], axis=1)
-        rows = np.ascontiguousarray(rest).view(np.dtype((np.void, rest.shape[1] * rest.itemsize))).reshape(B)
-        _, first, group = np.unique(rows, return_index=True, return_inverse=True)
+        starts = np.zeros(B, dtype=bool)  # True where an LP differs from the one before it
+        starts[0] = True
+        for block in (problem.A_eq[:, :, :-1], problem.b_eq, problem.A_ub[:, :, :-1], problem.b_ub):
+            flat = block.reshape(B, -1)
+            if flat.shape[1]:
+                starts[1:] |= np.any(flat[1:] != flat[:-1], axis=1)
+        first = np.flatnonzero(starts)
         if 2 * len(first) > B:
             return None
+        group = np.cumsum(starts) - 1
         jax = _jax.import_jax()
         dev = _jax.device(self.settings["device"])
         # phase 1, then the vertex of smallest total weight (a start float32 can factor well:
@@ -529,8 +535,9 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
     def status_of(self, code):
         """0 infeasible, 1 unbounded, 2 stopped by the cap (not optimal), 3 optimal."""
         names = np.array(["infeasible", "unbounded", "cap_reached", "optimal"], dtype=object)
-        table = np.array([Status.INFEASIBLE, Status.UNBOUNDED, Status.MAX_ITER, Status.OPTIMAL], dtype=object)
-        return table[code], names[code]
+        table = np.array([Status.INFEASIBLE, Status.UNBOUNDED, Status.MAX_ITER, Status.OPTIMAL], dtype=np.int8)
+        code = np.asarray(code).astype(np.int32).reshape(-1)
+        return table[code], CodedText(code, names)
 
 
 @functools.cache

@@ -28,16 +28,129 @@ import numpy as np
 from .errors import ProblemError
 
 
-class Status(enum.Enum):
-    """What a solver says it reached. Never trusted by the verifier, always recorded."""
+class Status(enum.IntEnum):
+    """What a solver says it reached. Never trusted by the verifier, always recorded.
 
-    OPTIMAL = "optimal"
-    INFEASIBLE = "infeasible"
-    UNBOUNDED = "unbounded"
-    MAX_ITER = "max_iter"
-    TIME_LIMIT = "time_limit"
-    NUMERICAL_ERROR = "numerical_error"
-    ERROR = "error"
+    An integer code (``BatchSolution.status`` holds a batch's statuses as an int8 array of
+    these codes, so ``statuses == Status.OPTIMAL`` is one array comparison); ``text`` is the
+    word written into result rows (``STATUS_TEXT[codes]`` for a whole batch).
+    """
+
+    OPTIMAL = 0
+    INFEASIBLE = 1
+    UNBOUNDED = 2
+    MAX_ITER = 3
+    TIME_LIMIT = 4
+    NUMERICAL_ERROR = 5
+    ERROR = 6
+
+    @property
+    def text(self) -> str:
+        """The status as written in result rows: ``optimal``, ``max_iter``, ..."""
+        return self.name.lower()
+
+    def __str__(self) -> str:
+        return self.text
+
+    @classmethod
+    def from_text(cls, text: str) -> "Status":
+        """The status written as ``text`` (``Status.from_text("optimal") is Status.OPTIMAL``)."""
+        try:
+            return cls[str(text).upper()]
+        except KeyError:
+            raise ProblemError(f"status: expected one of {[s.text for s in cls]}, got {text!r}") from None
+
+
+#: ``STATUS_TEXT[codes]``: the words of an array of ``Status`` codes (object array, one take).
+STATUS_TEXT = np.array([s.text for s in Status], dtype=object)
+
+
+def status_codes(values: Any) -> np.ndarray:
+    """(B,) int8 ``Status`` codes from ``values``: an array of codes or ``Status`` members, or
+    of their words (``"optimal"``); each distinct word is looked up once."""
+    arr = np.asarray(values)
+    if arr.dtype.kind in "US" or (arr.dtype == object and arr.size and isinstance(arr.flat[0], str)):
+        distinct, inverse = np.unique(arr.astype(str), return_inverse=True)
+        return np.array([Status.from_text(v) for v in distinct], dtype=np.int8).reshape(-1)[inverse.reshape(arr.shape)] \
+            if distinct.size else np.zeros(arr.shape, dtype=np.int8)
+    codes = arr.astype(np.int8)
+    if codes.size and (codes.min() < 0 or codes.max() >= len(Status)):
+        raise ProblemError(f"status: expected Status codes in [0, {len(Status)}), got values in "
+                           f"[{int(codes.min())}, {int(codes.max())}]")
+    return codes
+
+
+@dataclass(frozen=True, eq=False)
+class CodedText:
+    """Per-case text of a batch as integer codes into a table of distinct strings: what a
+    batched adapter's native statuses and messages are (a handful of distinct words over
+    65,536 cases). ``codes`` (B,) int32 indexes ``names`` (K,) object array of str; the text
+    is expanded (``text()``, one take) only where rows are written or shown."""
+
+    codes: np.ndarray
+    names: np.ndarray
+
+    @classmethod
+    def of(cls, values: Any, n: int | None = None) -> "CodedText":
+        """``values`` as CodedText: a CodedText (returned as is), one string (repeated ``n``
+        times) or a (B,) array / list of strings (factorised once, in C)."""
+        if isinstance(values, CodedText):
+            return values
+        if isinstance(values, str):
+            if n is None:
+                raise ProblemError("n: expected the batch size with a single string")
+            return cls(np.zeros(n, dtype=np.int32), np.array([values], dtype=object))
+        arr = np.asarray(values, dtype=object).reshape(-1)
+        if not arr.size:
+            return cls(np.zeros(0, dtype=np.int32), np.array([], dtype=object))
+        distinct, inverse = np.unique(arr.astype(str), return_inverse=True)
+        return cls(inverse.reshape(-1).astype(np.int32), distinct.astype(object))
+
+    def __len__(self) -> int:
+        return int(self.codes.shape[0])
+
+    def text(self) -> np.ndarray:
+        """(B,) object array of str: the text of every case."""
+        return self.names[self.codes] if len(self.names) else np.full(len(self), "", dtype=object)
+
+    def astype(self, dtype) -> np.ndarray:
+        """The text as a NumPy array of ``dtype`` (``str``, ``object``)."""
+        return self.text().astype(dtype)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.text() if dtype is None else self.text().astype(dtype)
+
+    def __getitem__(self, index):
+        """Case ``index``'s text (an int), or the cases at ``index`` (a slice or an array)."""
+        if isinstance(index, (int, np.integer)):
+            return str(self.names[self.codes[index]])
+        return CodedText(self.codes[index], self.names)
+
+    def __eq__(self, other):  # elementwise against one string, like an array of str
+        if isinstance(other, str):
+            return (self.names == other)[self.codes] if len(self.names) else np.zeros(len(self), bool)
+        return NotImplemented
+
+    __hash__ = None
+
+    def where(self, mask: np.ndarray, other: "CodedText") -> "CodedText":
+        """This text, with ``other``'s where ``mask`` (B,) is True."""
+        both = CodedText.concat([self, other])
+        n = len(self)
+        return CodedText(np.where(mask, both.codes[n:], both.codes[:n]).astype(np.int32), both.names)
+
+    @classmethod
+    def concat(cls, parts: "list[CodedText]") -> "CodedText":
+        """The text of consecutive batches as one (a shared table of names)."""
+        parts = [cls.of(p) for p in parts]
+        names, inverse = np.unique(np.concatenate([p.names.astype(str) for p in parts] + [np.array([], str)]),
+                                   return_inverse=True)
+        codes, start = [], 0
+        for p in parts:  # one remap per part (a few parts), never per case
+            remap = inverse[start:start + len(p.names)].astype(np.int32)
+            codes.append(remap[p.codes] if len(p.names) else p.codes.astype(np.int32))
+            start += len(p.names)
+        return cls(np.concatenate(codes).astype(np.int32) if codes else np.zeros(0, np.int32), names.astype(object))
 
 
 @dataclass(frozen=True)
@@ -121,9 +234,13 @@ class Solution:
 class BatchSolution:
     """Answers of a batch, stacked along a leading batch axis.
 
-    ``x`` (B, n), ``y_eq`` (B, m_eq), ``y_ub`` (B, m_ub), ``objective`` (B,),
-    ``status`` (B,) object array of ``Status``, ``iterations`` (B,) int,
-    ``native_status`` and ``message`` (B,) object arrays of str.
+    ``x`` (B, n), ``y_eq`` (B, m_eq), ``y_ub`` (B, m_ub), ``objective`` (B,), ``status``
+    (B,) int8 array of ``Status`` codes, ``iterations`` (B,) int, ``native_status`` and
+    ``message`` (B,) ``CodedText`` (codes into a table of distinct strings).
+
+    The constructor takes ``status`` as codes, ``Status`` members or words, and
+    ``native_status`` / ``message`` as ``CodedText``, arrays of str or one str; it stores
+    the coded forms. No field holds a Python object per case.
     """
 
     x: np.ndarray
@@ -132,25 +249,36 @@ class BatchSolution:
     objective: np.ndarray
     status: np.ndarray
     iterations: np.ndarray
-    native_status: np.ndarray
-    message: np.ndarray
+    native_status: CodedText
+    message: CodedText
     #: per-case arrays (B, ...) an adapter adds, e.g. altproj's ``max_utilization``, or
     #: ``ray`` (B, n): a direction ``d`` along which the objective falls without bound
     #: (the proof of an ``UNBOUNDED`` claim the verifier checks; NaN where there is none).
     extras: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        n = int(np.shape(self.objective)[0])
+        object.__setattr__(self, "status", status_codes(self.status).reshape(n))
+        object.__setattr__(self, "native_status", CodedText.of(self.native_status, n))
+        object.__setattr__(self, "message", CodedText.of(self.message, n))
+
     def __len__(self) -> int:
         return int(self.objective.shape[0])
+
+    def status_text(self) -> np.ndarray:
+        """(B,) object array: each case's status word (``optimal``, ...), one take."""
+        return STATUS_TEXT[self.status]
 
     def __getitem__(self, i: int) -> Solution:
         return Solution(
             x=self.x[i], y_eq=self.y_eq[i], y_ub=self.y_ub[i],
-            objective=float(self.objective[i]), status=self.status[i],
-            iterations=int(self.iterations[i]), native_status=str(self.native_status[i]),
-            message=str(self.message[i]), extras={k: v[i] for k, v in self.extras.items()},
+            objective=float(self.objective[i]), status=Status(int(self.status[i])),
+            iterations=int(self.iterations[i]), native_status=self.native_status[int(i)],
+            message=self.message[int(i)], extras={k: v[i] for k, v in self.extras.items()},
         )
 
     _CASE_ARRAYS = ("x", "y_eq", "y_ub", "objective", "status", "iterations", "native_status", "message")
+    _TEXT = ("native_status", "message")
 
     def take(self, index) -> "BatchSolution":
         """The answers of the cases at ``index`` (a slice or an int array), extras included."""
@@ -164,13 +292,15 @@ class BatchSolution:
         if not parts:
             raise ProblemError("parts: expected at least one BatchSolution, got an empty list")
         common = set(parts[0].extras).intersection(*(p.extras for p in parts[1:]))
-        return cls(**{k: np.concatenate([getattr(p, k) for p in parts]) for k in cls._CASE_ARRAYS},
+        return cls(**{k: (CodedText.concat([getattr(p, k) for p in parts]) if k in cls._TEXT
+                          else np.concatenate([getattr(p, k) for p in parts])) for k in cls._CASE_ARRAYS},
                    extras={k: np.concatenate([np.asarray(p.extras[k]) for p in parts]) for k in sorted(common)})
 
     @classmethod
     def stack(cls, solutions: list[Solution]) -> "BatchSolution":
         """Stack per-case ``Solution`` objects (all of one problem shape); an ``extras`` key
-        every case has is stacked too."""
+        every case has is stacked too. (For loop adapters, which build one ``Solution`` per
+        case anyway.)"""
         if not solutions:
             raise ProblemError("solutions: expected at least one Solution, got an empty list")
         common = set(solutions[0].extras).intersection(*(s.extras for s in solutions[1:]))
@@ -180,10 +310,10 @@ class BatchSolution:
             y_eq=np.stack([s.y_eq for s in solutions]),
             y_ub=np.stack([s.y_ub for s in solutions]),
             objective=np.array([s.objective for s in solutions], dtype=float),
-            status=np.array([s.status for s in solutions], dtype=object),
+            status=np.array([int(s.status) for s in solutions], dtype=np.int8),
             iterations=np.array([s.iterations for s in solutions], dtype=np.int64),
-            native_status=np.array([s.native_status for s in solutions], dtype=object),
-            message=np.array([s.message for s in solutions], dtype=object),
+            native_status=[s.native_status for s in solutions],
+            message=[s.message for s in solutions],
         )
 
 
@@ -206,6 +336,27 @@ class StandardForm:
     lb: np.ndarray | None = None
     cones: np.ndarray | None = None
     cone_mu: np.ndarray | None = None
+    #: name -> (array, its largest magnitude), filled by ``check_standard_form`` from the pass
+    #: that checks the values are finite; an entry counts only for the very array it names.
+    magnitudes: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def magnitude(self, name: str) -> float:
+        """The largest ``|value|`` of the array ``name`` (``lb``: of its finite entries; 0.0
+        for an empty array or None), from ``magnitudes`` when recorded for this very array,
+        else computed (one max and one min: no temporary array)."""
+        arr = getattr(self, name)
+        cached = self.magnitudes.get(name)
+        if cached is not None and cached[0] is arr:
+            return cached[1]
+        if arr is None or not arr.size:
+            return 0.0
+        if name == "lb":  # -inf marks a free variable, not a value
+            finite = np.isfinite(arr)
+            if not finite.any():
+                return 0.0
+            return max(abs(float(np.max(arr, where=finite, initial=-np.inf))),
+                       abs(float(np.min(arr, where=finite, initial=np.inf))))
+        return max(abs(float(arr.max())), abs(float(arr.min())))
 
     def __post_init__(self) -> None:
         if self.lb is None:
@@ -252,7 +403,7 @@ SYMMETRY_RTOL = 1e-9
 PSD_RTOL = 1e-9
 
 
-def _as_float_array(name: str, value: Any, ndim: int, shape_text: str) -> np.ndarray:
+def _as_float_array(name: str, value: Any, ndim: int, shape_text: str, seen: dict | None = None) -> np.ndarray:
     if value is None:
         raise ProblemError(
             f"{name}: expected an array of shape {shape_text}, got None "
@@ -271,9 +422,12 @@ def _as_float_array(name: str, value: Any, ndim: int, shape_text: str) -> np.nda
         raise ProblemError(
             f"{name}: expected {ndim} dimension(s), shape {shape_text}; got shape {arr.shape}"
         )
-    if not np.all(np.isfinite(arr)):
+    hi, lo = (float(arr.max()), float(arr.min())) if arr.size else (0.0, 0.0)
+    if not (np.isfinite(hi) and np.isfinite(lo)):  # NaN reaches max and min
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise ProblemError(f"{name}: expected finite values; found {bad} NaN or inf entries")
+    if seen is not None:  # the largest magnitude, from the same pass (``StandardForm.magnitudes``)
+        seen[name] = max(abs(hi), abs(lo))
     return arr
 
 
@@ -301,14 +455,15 @@ def check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P=None, *, lb=None, cones=Non
     """
     b = 1 if batched else 0
     pre = "B, " if batched else ""
-    c_ = _as_float_array("c", c, 1 + b, f"({pre}n)")
+    seen: dict[str, float] = {}  # name -> largest magnitude, from the finite-values pass
+    c_ = _as_float_array("c", c, 1 + b, f"({pre}n)", seen)
     n = c_.shape[-1]
     if n == 0:
         raise ProblemError(f"c: expected at least one variable, shape ({pre}n >= 1); got {c_.shape}")
-    A_eq_ = _as_float_array("A_eq", A_eq, 2 + b, f"({pre}m_eq, n={n})")
-    b_eq_ = _as_float_array("b_eq", b_eq, 1 + b, f"({pre}m_eq)")
-    A_ub_ = _as_float_array("A_ub", A_ub, 2 + b, f"({pre}m_ub, n={n})")
-    b_ub_ = _as_float_array("b_ub", b_ub, 1 + b, f"({pre}m_ub)")
+    A_eq_ = _as_float_array("A_eq", A_eq, 2 + b, f"({pre}m_eq, n={n})", seen)
+    b_eq_ = _as_float_array("b_eq", b_eq, 1 + b, f"({pre}m_eq)", seen)
+    A_ub_ = _as_float_array("A_ub", A_ub, 2 + b, f"({pre}m_ub, n={n})", seen)
+    b_ub_ = _as_float_array("b_ub", b_ub, 1 + b, f"({pre}m_ub)", seen)
     if A_eq_.shape[-1] != n or A_eq_.shape[-2] != b_eq_.shape[-1]:
         raise ProblemError(
             f"A_eq: expected shape ({pre}m_eq={b_eq_.shape[-1]}, n={n}) to match b_eq and c; "
@@ -338,8 +493,20 @@ def check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P=None, *, lb=None, cones=Non
                 raise ProblemError(
                     f"{name}: expected batch size {batch} (from c) on axis 0; got {arr.shape[0]}"
                 )
-    frozen = [_frozen_copy(a) for a in (c_, A_eq_, b_eq_, A_ub_, b_ub_, P_, lb_, cones_, mu_)]
-    return StandardForm(*frozen[:6], batch, *frozen[6:])
+    # read-only copies; the default bounds and cone coefficients are new arrays of ours, frozen as they are
+    fresh = (lb is None, cones is None, cones is None)
+    frozen = [_frozen_copy(a) for a in (c_, A_eq_, b_eq_, A_ub_, b_ub_, P_)] + [
+        _frozen(a) if new else _frozen_copy(a) for a, new in zip((lb_, cones_, mu_), fresh)]
+    form = StandardForm(*frozen[:6], batch, *frozen[6:])
+    for name in ("c", "A_eq", "b_eq", "A_ub", "b_ub", "P", "lb", "cone_mu"):  # once, for every adapter's check
+        form.magnitudes[name] = (getattr(form, name), seen[name] if name in seen else form.magnitude(name))
+    return form
+
+
+def _frozen(arr: np.ndarray) -> np.ndarray:
+    """``arr`` (an array nobody else holds) made read-only in place."""
+    arr.setflags(write=False)
+    return arr
 
 
 def _frozen_copy(arr: np.ndarray | None) -> np.ndarray | None:

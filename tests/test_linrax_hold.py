@@ -235,7 +235,7 @@ c, A = {c!r}, {A!r}
 b = np.zeros(5); b[-1] = 1.0
 arrays = [np.asarray(a, float)[None] for a in (c, np.zeros((0, 7)), np.zeros(0), A, b)]
 s = solvers.get("linrax-hold", dtype="float64", bland=False, cap=sys.argv[1] == "on").solve_batch(*arrays)
-print(s.status[0].value)
+print(s.status_text()[0])
 """
 
 

@@ -98,5 +98,5 @@ def test_highs_with_its_own_thread_count_works_after_another_highs_ran_in_the_pr
     fast = solvers.get("highs[fast]").solve_batch(*batch.arrays())
     again = solvers.get("highs").solve_batch(*batch.arrays())
     for solution in (first, fast, again):
-        assert all(s is solvers.Status.OPTIMAL for s in solution.status)
+        assert (solution.status == solvers.Status.OPTIMAL).all()
     np.testing.assert_allclose(fast.objective, first.objective, atol=1e-9)

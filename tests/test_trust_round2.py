@@ -126,7 +126,7 @@ def test_02_highs_ray_verifies_where_highs_has_one():
     c = np.array([[-1.0, -1.0, 0.0]])
     A_ub, b_ub = np.array([[[1.0, -1.0, 0.0]]]), np.array([[1.0]])
     sol = solvers.get("highs").solve_batch(c, np.zeros((1, 0, 3)), np.zeros((1, 0)), A_ub, b_ub)
-    assert sol.status[0] is solvers.Status.UNBOUNDED
+    assert sol.status[0] == solvers.Status.UNBOUNDED
     batch = problems.ProblemBatch("t", "lp", c, np.zeros((1, 0, 3)), np.zeros((1, 0)), A_ub, b_ub,
                                   __import__("pandas").DataFrame({"i": [0]}))
     assert verify_qp(batch, sol)["verdict"].tolist() == ["unbounded"]

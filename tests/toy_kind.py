@@ -70,11 +70,11 @@ class BoxLsqKind(Kind):
         verdict = np.select([~finite, error <= EXACT, violation <= EXACT], ["failed", "exact", "feasible"],
                             default="infeasible")
         return pd.DataFrame({"verdict": verdict, "max_error": error, "bound_violation": violation,
-                             "said": [s.value for s in solution.status]})
+                             "said": solution.status_text()})
 
     def judge(self, checked, ref, tol=None):
         v = checked["verdict"].to_numpy()
-        said_optimal = checked["said"].to_numpy() == Status.OPTIMAL.value
+        said_optimal = checked["said"].to_numpy() == Status.OPTIMAL.text
         outcome = np.select([v == "exact", v == "feasible", v == "failed", said_optimal],
                             ["correct", "suboptimal", "failed", "false_accept"], default="uncertain")
         return pd.DataFrame({"outcome": outcome})
