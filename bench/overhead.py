@@ -8,8 +8,10 @@ transfer; ``run``, the solve; ``finish``, device to host and the float64
 ``BatchSolution``), the end-to-end total, and a raw baseline: the adapter's own
 ``jit(vmap)`` function called on the same float32 host arrays (host NumPy in, host NumPy
 out, nothing else). ``ratio`` is end to end over the raw baseline; ``harness %`` is
-(validate + prepare + finish) as a share of ``run``. Rounds are interleaved (adapter, then
-baseline) and the medians are printed as a markdown table.
+(validate + prepare + finish) as a share of ``run``. The adapter's rounds run first, then
+the baseline's, and the medians are printed as a markdown table. Each configuration runs in a
+worker process of the cell engine (``bench.execute``): a wedged XLA runtime is retried once
+in a fresh process, and a configuration that does not finish is a row with its ``state``.
 
 Figures are measured, never asserted (issue 22 targets: on CPU at 65,536, ratio <= 1.15
 for linrax; harness <= 10 % of run for linrax, linrax-hold and qpax).
@@ -18,7 +20,9 @@ for linrax; harness <= 10 % of run for linrax, linrax-hold and qpax).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -34,11 +38,14 @@ def _devices() -> list[str]:
     return ["cpu", "gpu"] if has_gpu() else ["cpu"]
 
 
-def measure(spec: str, batch, device: str, rounds: int) -> dict[str, float]:
+def measure(spec: str, batch, device: str, rounds: int, partial=None) -> dict[str, float]:
     """Median ms per phase of ``rounds`` end-to-end solves of ``batch`` by ``spec`` (float32
-    on ``device``), and of the raw ``jit(vmap)`` baseline on the same arrays."""
+    on ``device``), then of the raw ``jit(vmap)`` baseline on the same arrays.
+
+    The harness's rounds come first and ``partial(figures)`` (when given) receives its
+    phases before the baseline runs, so a baseline that wedges XLA's CPU runtime (seen with
+    linrax-hold at 65,536) still leaves the harness's figures."""
     import jax
-    import jax.numpy as jnp
 
     import solvers
     from solvers import _jax, check_standard_form
@@ -47,12 +54,11 @@ def measure(spec: str, batch, device: str, rounds: int) -> dict[str, float]:
     host = check_standard_form(*batch.arrays(), **batch.extra(), batched=True)
     _problem, (bounded, placed, *_warm) = adapter.prepare(host)  # (linrax-hold adds its warm_exits groups)
     raw_fn = adapter._compiled(host.P is not None, bounded)
-    raw_in = [np.asarray(a) for a in placed]  # float32 host arrays, made once, outside the clock
-    dev = _jax.device(device)
+    raw_in = [np.array(a, copy=True) for a in placed]  # float32 host arrays of their own, made outside the clock
 
     def raw() -> None:
         with _jax.precision("float32"):
-            out = raw_fn(*[jax.device_put(jnp.asarray(a), dev) for a in raw_in])
+            out = raw_fn(*raw_in)  # host NumPy in: jit places it on its device
             [np.asarray(o) for o in jax.block_until_ready(out)]
 
     def harness() -> list[float]:
@@ -68,32 +74,68 @@ def measure(spec: str, batch, device: str, rounds: int) -> dict[str, float]:
         t4 = time.perf_counter()
         return [t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0]
 
-    harness(), raw()  # compile and warm up both
-    phases, baseline = [], []
+    harness()  # compile and warm up
+    ms = np.median(np.array([harness() for _ in range(rounds)]), axis=0) * 1e3
+    figures = {"validate": ms[0], "prepare": ms[1], "run": ms[2], "finish": ms[3], "end_to_end": ms[4],
+               "harness_pct": 100 * (ms[0] + ms[1] + ms[3]) / ms[2]}
+    if partial is not None:
+        partial(figures)
+    raw()  # warm up (the same compiled function: no compile)
+    baseline = []
     for _ in range(rounds):
-        phases.append(harness())
         t0 = time.perf_counter()
         raw()
         baseline.append(time.perf_counter() - t0)
-    ms = np.median(np.array(phases), axis=0) * 1e3
     raw_ms = float(np.median(baseline)) * 1e3
-    return {"validate": ms[0], "prepare": ms[1], "run": ms[2], "finish": ms[3], "end_to_end": ms[4],
-            "raw_end_to_end": raw_ms, "ratio": ms[4] / raw_ms, "harness_pct": 100 * (ms[0] + ms[1] + ms[3]) / ms[2]}
+    return {**figures, "raw_end_to_end": raw_ms, "ratio": ms[4] / raw_ms}
 
 
-def table(adapters=ADAPTERS, sizes=SIZES, rounds: int = 5, seed: int = 0) -> pd.DataFrame:
-    """One row per adapter, batch size and device (see the module docstring)."""
+def measure_job(spec: str, family: str, n: int, seed: int, device: str, rounds: int, out: str, *,
+                parent_pid: int) -> None:
+    """A worker's job (``bench.execute``): ``measure`` one configuration and write its
+    figures to the JSON file ``out``."""
+    import json
+
     import problems
+
+    from .execute import exit_if_orphaned
+
+    def write(figures: dict) -> None:
+        exit_if_orphaned(parent_pid)
+        Path(out).write_text(json.dumps({k: float(v) for k, v in figures.items()}))
+
+    write(measure(spec, problems.generate(family, n, seed), device, rounds, partial=write))
+
+
+def table(adapters=ADAPTERS, sizes=SIZES, rounds: int = 5, seed: int = 0, family: str = "planar-box",
+          timeout: float = 600.0) -> pd.DataFrame:
+    """One row per adapter, batch size and device (see the module docstring).
+
+    Each configuration runs in a worker process of the cell engine (``bench.execute``), so a
+    wedged XLA runtime (the CPU wait in docs/gpu-scale.md) is killed after
+    ``STALL_SECONDS`` without CPU and measured again in a fresh process, and a configuration
+    that still does not finish (``timeout`` seconds) is a row with its ``state``, not a hang."""
+    import json
+    import tempfile
+
     import solvers
 
+    from .execute import LocalPool
+
     rows = []
-    for n in sizes:
-        batch = problems.generate("planar-box", n, seed)
-        for device in _devices():
-            for spec in adapters:
-                if solvers.available().get(spec.split("[")[0]):
-                    continue
-                rows.append({"adapter": spec, "n": n, "device": device, **measure(spec, batch, device, rounds)})
+    with LocalPool() as pool, tempfile.TemporaryDirectory(prefix="contactbench-overhead-") as tmp:
+        for n in sizes:
+            for device in _devices():
+                for spec in adapters:
+                    if solvers.available().get(spec.split("[")[0]):
+                        continue
+                    out = Path(tmp) / f"{len(rows)}.json"
+                    state, reason = pool.run((measure_job, (spec, family, n, seed, device, rounds, str(out))),
+                                             "float32", timeout)
+                    figures = json.loads(out.read_text()) if out.exists() else {}  # (the harness's alone if the baseline wedged)
+                    rows.append({"adapter": spec, "n": n, "device": device, **figures,
+                                 "state": state, **({"reason": reason} if reason else {})})
+                    print(f"  {spec} n={n} {device}: {state} {reason}".rstrip(), file=sys.stderr, flush=True)
     return pd.DataFrame(rows)
 
 
@@ -103,18 +145,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="batch sizes (scenes), comma-separated")
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds per configuration")
     parser.add_argument("--adapters", default=",".join(ADAPTERS), help="JAX adapter specs, comma-separated")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per configuration (default 600)")
     args = parser.parse_args(argv)
-    import os
-
-    from .execute import worker_xla_flags
-
-    # as in a cell's process: XLA's multi-threaded Eigen pool on CPU can wedge on large vmapped
-    # while loops (bench.execute.WORKER_XLA_FLAG); set before JAX is first imported
-    os.environ["XLA_FLAGS"] = worker_xla_flags(os.environ.get("XLA_FLAGS"))
-    sizes = [int(v) for v in args.sizes.split(",") if v.strip()]
-    if not sizes or min(sizes) < 1 or args.rounds < 1:
-        parser.error("--sizes: expected integers >= 1; --rounds: an integer >= 1")
-    out = table([a.strip() for a in args.adapters.split(",") if a.strip()], sizes, args.rounds)
+    try:
+        sizes = [int(v) for v in args.sizes.split(",") if v.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1:
+        parser.error(f"--sizes: expected comma-separated integers >= 1, got {args.sizes!r}")
+    if args.rounds < 1:
+        parser.error(f"--rounds: expected an integer >= 1, got {args.rounds}")
+    if not args.timeout > 0:
+        parser.error(f"--timeout: expected seconds > 0, got {args.timeout}")
+    out = table([a.strip() for a in args.adapters.split(",") if a.strip()], sizes, args.rounds,
+                timeout=args.timeout)
     print(out.to_markdown(index=False, floatfmt=".3g"))
 
 

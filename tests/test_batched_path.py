@@ -1,0 +1,238 @@
+"""Issue 22, the batched path in arrays: statuses and native statuses as integer codes
+(``Status`` codes, ``CodedText``) from the adapter to the row writer, no per-case Python on
+a batched adapter's path, the checks that replaced per-case loops (magnitudes, warm-start
+groups, the equality-consistency test of QP references), and ``bench.overhead`` in worker
+processes. Each test compares the vectorised code with a plain per-case computation or
+breaks the per-case routes on purpose, so it fails if the batched path falls back to them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import problems
+import solvers
+from solvers import STATUS_TEXT, BatchSolution, CodedText, Status, check_standard_form
+from solvers.types import status_codes
+
+WORDS = st.sampled_from(["", "optimal", "converged=1", "feasible=True,bounded=False", "code 7", "é"])
+
+
+def _jax_ready(name: str) -> None:
+    if solvers.available().get(name):
+        pytest.skip(solvers.available()[name])
+
+
+# ------------------------------------------------------------------ status codes
+def test_status_codes_and_words_round_trip():
+    assert [s.text for s in Status] == ["optimal", "infeasible", "unbounded", "max_iter", "time_limit",
+                                        "numerical_error", "error"]
+    assert all(Status.from_text(s.text) is s for s in Status) and str(Status.MAX_ITER) == "max_iter"
+    codes = status_codes(["optimal", "error", "optimal", "max_iter"])
+    assert codes.dtype == np.int8 and list(codes) == [0, 6, 0, 3]
+    assert list(STATUS_TEXT[codes]) == ["optimal", "error", "optimal", "max_iter"]
+    with pytest.raises(solvers.ProblemError, match="status: expected one of"):
+        status_codes(["optimal", "solved"])
+    with pytest.raises(solvers.ProblemError, match=r"status: expected Status codes in \[0, 7\)"):
+        status_codes(np.array([0, 9]))
+
+
+@given(st.lists(WORDS, min_size=1, max_size=40), st.lists(WORDS, min_size=1, max_size=40), st.data())
+def test_coded_text_is_the_text_it_was_made_of(left, right, data):
+    a, b = CodedText.of(left), CodedText.of(np.array(right, dtype=object))
+    assert list(a.text()) == left and list(b.text()) == right and len(a) == len(left)
+    assert list(CodedText.concat([a, b]).text()) == left + right
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=len(left), max_size=len(left))))
+    other = CodedText.of(data.draw(st.lists(WORDS, min_size=len(left), max_size=len(left))))
+    assert list(a.where(mask, other).text()) == [o if m else t for t, o, m in zip(left, other.text(), mask)]
+    word = data.draw(WORDS)
+    assert list(a == word) == [t == word for t in left]
+    index = np.array(data.draw(st.lists(st.integers(0, len(left) - 1), max_size=10)), dtype=int)
+    assert list(a[index].text()) == [left[i] for i in index] and a[0] == left[0]
+
+
+def _solution(statuses, natives, x=None, objective=None) -> BatchSolution:
+    n = len(statuses)
+    return BatchSolution(x=np.zeros((n, 2)) if x is None else x, y_eq=np.zeros((n, 0)), y_ub=np.zeros((n, 0)),
+                         objective=np.zeros(n) if objective is None else objective, status=statuses,
+                         iterations=np.full(n, -1), native_status=natives, message="")
+
+
+def test_a_batch_solution_holds_codes_and_gives_the_per_case_view():
+    s = _solution([Status.OPTIMAL, Status.INFEASIBLE, Status.OPTIMAL], ["ok", "no", "ok"])
+    assert s.status.dtype == np.int8 and list(s.status_text()) == ["optimal", "infeasible", "optimal"]
+    assert isinstance(s.native_status, CodedText) and list(s.native_status.names) == ["no", "ok"]
+    one = s[1]
+    assert one.status is Status.INFEASIBLE and one.native_status == "no" and one.message == ""
+    both = BatchSolution.concat([s.take(np.array([2, 1])), _solution(["max_iter"], ["cap"])])
+    assert list(both.status_text()) == ["optimal", "infeasible", "max_iter"]
+    assert list(both.native_status.text()) == ["ok", "no", "cap"]
+    # statuses given as words or as codes mean the same
+    assert np.array_equal(_solution(["optimal", "error"], "x").status, _solution(np.array([0, 6]), "x").status)
+
+
+@given(st.lists(st.tuples(st.sampled_from(list(Status)), st.booleans(), st.booleans(), WORDS), min_size=1,
+                max_size=30))
+def test_finish_turns_optimal_without_finite_answers_into_numerical_error_case_by_case(cases):
+    """``Adapter.finish`` (array code) against the contract written out per case."""
+    statuses, x_bad, obj_bad, messages = zip(*cases)
+    n = len(cases)
+    x = np.where(np.array(x_bad)[:, None], np.nan, np.ones((n, 2)))
+    objective = np.where(np.array(obj_bad), np.inf, 1.0)
+    raw = BatchSolution(x=x, y_eq=np.zeros((n, 0)), y_ub=np.zeros((n, 0)), objective=objective,
+                        status=list(statuses), iterations=np.full(n, -1), native_status="fake", message=list(messages))
+
+    class Collecting(solvers.Adapter):
+        NAME = "collecting"
+
+        def collect(self, raw, prepared):
+            return raw
+
+    out = Collecting().finish(raw, None)
+    for i, (status, xb, ob, msg) in enumerate(cases):
+        broken = status is Status.OPTIMAL and (xb or ob)
+        assert out[i].status is (Status.NUMERICAL_ERROR if broken else status)
+        if broken:
+            what = "x" if xb else "objective"
+            assert out[i].message == (f"solver reported optimal with a non-finite {what}; recorded as "
+                                      f"numerical_error" + (f" ({msg})" if msg else ""))
+        else:
+            assert out[i].message == msg
+
+
+def test_a_batched_adapter_builds_no_per_case_object_from_validate_to_the_rows(monkeypatch):
+    """linrax (a JAX batched adapter): validate, prepare, run, finish, verification and the
+    row columns of a cell, with every per-case route made to fail."""
+    _jax_ready("linrax")
+    from bench import verify
+    from bench.cell import jax_matmul_precision  # noqa: F401  (the cell module imports cleanly)
+    from bench.reference import reference
+
+    batch = problems.generate("planar-box", 64, 0)
+    ref = reference(batch)  # (the reference is a loop solver: computed before the traps)
+
+    def trap(*_a, **_k):
+        raise AssertionError("a per-case route was taken on the batched path")
+
+    monkeypatch.setattr(solvers.StandardForm, "case", trap)
+    monkeypatch.setattr(BatchSolution, "__getitem__", trap)
+    monkeypatch.setattr(BatchSolution, "stack", classmethod(trap))
+    monkeypatch.setattr(solvers.types.Solution, "__init__", trap)
+    adapter = solvers.get("linrax", dtype="float32")
+    problem = check_standard_form(*batch.arrays(), **batch.extra(), batched=True)
+    solution = adapter.solve_batch_checked(problem)
+    rows = verify.judge(batch, solution, ref)
+    assert solution.status.dtype == np.int8 and isinstance(solution.native_status, CodedText)
+    assert set(solution.native_status.names) <= {"feasible=False,bounded=False", "feasible=False,bounded=True",
+                                                 "feasible=True,bounded=False", "feasible=True,bounded=True"}
+    assert len(rows) == 64 and (rows["outcome"] == "correct").sum() >= 48
+
+
+def test_cell_rows_write_the_status_words_of_the_codes(tmp_path):
+    _jax_ready("linrax")
+    from bench import runner
+    from bench.grid import Cell
+
+    cells = [Cell.of("planar-box", 16, 0, "linrax", "float32", "cpu", 1)]
+    (result,) = runner.run_cells(cells, tmp_path / "run", "codes", timeout=300)
+    rows = result.rows
+    assert set(rows["status"]) <= {s.text for s in Status} and rows["status"].notna().all()
+    assert set(rows["native_status"]) <= {"feasible=False,bounded=False", "feasible=False,bounded=True",
+                                          "feasible=True,bounded=False", "feasible=True,bounded=True"}
+    assert (rows["message"] == "").all()
+    assert rows["env_malloc"].iloc[0].startswith("MALLOC_MMAP_THRESHOLD_=")
+
+
+# --------------------------------------------------------- checks that replaced loops
+FLOATS = st.floats(-1e39, 1e39, allow_nan=False, allow_infinity=False)
+
+
+@given(st.lists(FLOATS, min_size=1, max_size=12), st.sampled_from(["float32", "float64"]))
+def test_validate_refuses_exactly_the_values_an_elementwise_cast_overflows(values, dtype):
+    """``Adapter.validate`` reads the largest magnitude recorded by ``check_standard_form``;
+    it must refuse exactly what a cast of every value would overflow (or the solver's infinity)."""
+    b = np.array(values)
+    n = len(values)
+    problem = check_standard_form(np.zeros(n), np.zeros((1, n)), [0.0], b[None, :], [1.0])
+    adapter = solvers.get("highs") if dtype == "float64" else _float32_adapter()
+    if adapter is None:
+        return
+    with np.errstate(over="ignore"):
+        overflow = not np.all(np.isfinite(b.astype(dtype)))
+    too_big = np.max(np.abs(b)) >= adapter.INFINITY
+    if overflow or too_big:
+        with pytest.raises(solvers.ProblemError, match="A_ub: |value|"):
+            adapter.validate(problem)
+    else:
+        adapter.validate(problem)
+
+
+def _float32_adapter():
+    return None if solvers.available().get("linrax") else solvers.get("linrax", dtype="float32")
+
+
+def test_a_recorded_magnitude_counts_only_for_the_array_it_was_taken_from():
+    from dataclasses import replace
+
+    problem = check_standard_form([1.0, 1.0], np.zeros((0, 2)), np.zeros(0), [[1.0, 2.0]], [3.0])
+    assert problem.magnitude("A_ub") == 2.0 and problem.magnitude("lb") == 0.0
+    bigger = replace(problem, A_ub=np.array([[1.0, 1e39]]))
+    assert bigger.magnitude("A_ub") == 1e39  # recomputed: not the stale 2.0
+    free = check_standard_form([1.0, 1.0], np.zeros((0, 2)), np.zeros(0), [[1.0, 2.0]], [3.0], lb=[-np.inf, -5.0])
+    assert free.magnitude("lb") == 5.0
+
+
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(1, 4)), min_size=1, max_size=12), st.integers(0, 3))
+def test_warm_start_groups_are_the_runs_of_lps_equal_but_for_their_last_column(runs, seed):
+    """``linrax-hold``'s grouping (neighbour comparison) against a per-LP comparison."""
+    _jax_ready("linrax-hold")
+    rng = np.random.default_rng(seed)
+    bodies = rng.normal(size=(3, 2, 3))  # three distinct LP bodies (A_eq without its last column)
+    A_eq, labels = [], []
+    for body, count in runs:
+        for _ in range(count):
+            A_eq.append(np.concatenate([bodies[body], rng.normal(size=(2, 1))], axis=1))
+            labels.append(body)
+    B = len(A_eq)
+    problem = check_standard_form(np.ones((B, 4)), np.array(A_eq), np.ones((B, 2)), np.zeros((B, 0, 4)),
+                                  np.zeros((B, 0)), batched=True)
+    groups = solvers.get("linrax-hold", dtype="float64")._warm_groups(problem)
+    expected = np.cumsum([True] + [labels[i] != labels[i - 1] for i in range(1, B)]) - 1
+    if 2 * (expected[-1] + 1) > B:
+        assert groups is None
+    else:
+        assert np.array_equal(groups[1], expected)
+
+
+@given(st.integers(0, 10_000), st.integers(1, 4), st.integers(1, 5))
+def test_equality_consistency_of_a_batch_equals_each_case_least_squares(seed, m, n):
+    from problems.kinds.qp import equalities_consistent
+
+    rng = np.random.default_rng(seed)
+    B = 6
+    A = rng.normal(size=(B, m, n))
+    A[::2, -1] = A[::2, 0]  # rank-deficient rows in every other case
+    b = np.einsum("bmn,bn->bm", A, rng.normal(size=(B, n)))  # consistent ...
+    b[1::3] += rng.normal(size=(len(b[1::3]), m))  # ... but a third of them perturbed
+    batch = problems.ProblemBatch(family="test", kind="qp", c=np.zeros((B, n)), A_eq=A, b_eq=b,
+                                  A_ub=np.zeros((B, 0, n)), b_ub=np.zeros((B, 0)), meta=pd.DataFrame(index=range(B)))
+    expected = []
+    for i in range(B):
+        x = np.linalg.lstsq(A[i], b[i], rcond=None)[0]
+        expected.append(np.max(np.abs(A[i] @ x - b[i])) <= 1e-9 * (1 + np.max(np.abs(b[i]))))
+    assert list(equalities_consistent(batch)) == expected
+
+
+# ---------------------------------------------------------------- bench.overhead
+def test_overhead_refuses_bad_arguments_naming_them(capsys):
+    from bench import overhead
+
+    for argv, words in ((["--sizes", "0"], "--sizes: expected"), (["--sizes", "a,b"], "--sizes: expected"),
+                        (["--rounds", "0"], "--rounds: expected"), (["--timeout", "-1"], "--timeout: expected")):
+        with pytest.raises(SystemExit) as err:
+            overhead.main(argv)
+        assert err.value.code == 2 and words in capsys.readouterr().err
