@@ -51,9 +51,6 @@ class MpaxAdapter(_jax.JaxBatchedAdapter, Adapter):
                 "iterations",
             ("float32", "lp_unbounded"):
                 "unboundedness not detected in float32 within 20000 iterations (MAX_ITER)",
-            ("float32", "lp_inconsistent_eq"):
-                "float32 PDHG: its duals for x0 + x1 = 1 and = 2 leave a sign-condition gap of 8.7e-3 "
-                "(value 1.01), no certificate at 1e-5 (seen with jax 0.10.2, mpax 0.2.4)",
             ("*", "lp_no_rows*"):
                 "MPAX fails on an LP with no constraint rows; given the vacuous row 0 @ x <= 1 "
                 "instead, its PDHG does not converge within 20000 iterations (MAX_ITER)",
