@@ -8,8 +8,9 @@ transfer; ``run``, the solve; ``finish``, device to host and the float64
 ``BatchSolution``), the end-to-end total, and a raw baseline: the adapter's own
 ``jit(vmap)`` function called on the same float32 host arrays (host NumPy in, host NumPy
 out, nothing else). ``ratio`` is end to end over the raw baseline; ``harness %`` is
-(validate + prepare + finish) as a share of ``run``. The adapter's rounds run first, then
-the baseline's, and the medians are printed as a markdown table. Each configuration runs in a
+(validate + prepare + finish) as a share of ``run``. Rounds are interleaved (adapter, then
+baseline), after as many rounds of the adapter alone (kept if the baseline wedges), and
+the medians are printed as a markdown table. Each configuration runs in a
 worker process of the cell engine (``bench.execute``): a wedged XLA runtime is retried once
 in a fresh process, and a configuration that does not finish is a row with its ``state``.
 
@@ -42,9 +43,10 @@ def measure(spec: str, batch, device: str, rounds: int, partial=None) -> dict[st
     """Median ms per phase of ``rounds`` end-to-end solves of ``batch`` by ``spec`` (float32
     on ``device``), then of the raw ``jit(vmap)`` baseline on the same arrays.
 
-    The harness's rounds come first and ``partial(figures)`` (when given) receives its
-    phases before the baseline runs, so a baseline that wedges XLA's CPU runtime (seen with
-    linrax-hold at 65,536) still leaves the harness's figures."""
+    Rounds are interleaved (adapter, then baseline). With ``partial``, ``rounds`` rounds of
+    the adapter alone come first and ``partial(figures)`` receives their phases, so a
+    baseline that wedges XLA's CPU runtime (seen with linrax-hold at 65,536) still leaves
+    the harness's figures."""
     import jax
 
     import solvers
@@ -74,20 +76,24 @@ def measure(spec: str, batch, device: str, rounds: int, partial=None) -> dict[st
         t4 = time.perf_counter()
         return [t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0]
 
+    def medians(phases: list[list[float]]) -> dict[str, float]:
+        ms = np.median(np.array(phases), axis=0) * 1e3
+        return {"validate": ms[0], "prepare": ms[1], "run": ms[2], "finish": ms[3], "end_to_end": ms[4],
+                "harness_pct": 100 * (ms[0] + ms[1] + ms[3]) / ms[2]}
+
     harness()  # compile and warm up
-    ms = np.median(np.array([harness() for _ in range(rounds)]), axis=0) * 1e3
-    figures = {"validate": ms[0], "prepare": ms[1], "run": ms[2], "finish": ms[3], "end_to_end": ms[4],
-               "harness_pct": 100 * (ms[0] + ms[1] + ms[3]) / ms[2]}
-    if partial is not None:
-        partial(figures)
+    if partial is not None:  # the harness alone first: what is left if the baseline wedges
+        partial(medians([harness() for _ in range(rounds)]))
     raw()  # warm up (the same compiled function: no compile)
-    baseline = []
-    for _ in range(rounds):
+    phases, baseline = [], []
+    for _ in range(rounds):  # interleaved, so that drift of the machine hits both alike
+        phases.append(harness())
         t0 = time.perf_counter()
         raw()
         baseline.append(time.perf_counter() - t0)
+    figures = medians(phases)
     raw_ms = float(np.median(baseline)) * 1e3
-    return {**figures, "raw_end_to_end": raw_ms, "ratio": ms[4] / raw_ms}
+    return {**figures, "raw_end_to_end": raw_ms, "ratio": figures["end_to_end"] / raw_ms}
 
 
 def measure_job(spec: str, family: str, n: int, seed: int, device: str, rounds: int, out: str, *,
