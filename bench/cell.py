@@ -40,9 +40,11 @@ CASES_PER_REPORT = 256
 @dataclass(frozen=True)
 class CellResult:
     """What the parent learnt of one cell: ``state`` is done, failed, timeout, crashed,
-    stalled, skipped (finished earlier), unavailable (its worker lacks the adapter's
-    package) or lost (the scheduler was lost first); ``rows`` the cell's rows as written
-    (None when skipped, unavailable or lost: nothing was written)."""
+    stalled, skipped (finished earlier), refused (its adapter does not take the generated
+    problem set, e.g. lower bounds other than 0: ``Capabilities.accepts``), unavailable (its
+    worker lacks the adapter's package) or lost (the scheduler was lost first); ``rows``
+    the cell's rows as written (None when skipped, refused, unavailable or lost: nothing
+    was written)."""
 
     cell: Cell
     state: str

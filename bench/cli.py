@@ -384,7 +384,7 @@ def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped
             head = escape(_cell_title(c))
             if result.state == "skipped":
                 progress.console.print(f"[dim]= {head}: already done[/]")
-            elif result.state == "unavailable":
+            elif result.state in ("unavailable", "refused"):
                 progress.console.print(f"[dim]skip {head}: {escape(result.reason)}[/]")
             elif result.state == "done":
                 r = result.rows
@@ -405,10 +405,11 @@ def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped
         except OSError as exc:  # disk full, folder made read-only mid-run: finished cells stay
             _write_failed(run_dir, exc)
     unavailable = [r for r in results if r.state == "unavailable"]
+    refused = [r for r in results if r.state == "refused"]
     lost = [r for r in results if r.state == "lost"]
-    ran = [r for r in results if r.state not in ("unavailable", "lost")]
-    if unavailable:  # recorded beside the grid's own skips
-        manifest["skipped"] = [*skipped, *([_cell_title(r.cell), r.reason] for r in unavailable)]
+    ran = [r for r in results if r.state not in ("unavailable", "refused", "lost")]
+    if unavailable or refused:  # recorded beside the grid's own skips
+        manifest["skipped"] = [*skipped, *([_cell_title(r.cell), r.reason] for r in [*refused, *unavailable])]
         try:
             rundir.write_manifest(run_dir, manifest)
         except OSError as exc:
@@ -417,13 +418,15 @@ def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped
         _print_summary(report.summarize(report.load_runs([run_dir])))
     bad = [r for r in ran if r.state not in ("done", "skipped")]
     console.print(f"results: {run_dir}  ({len(ran) - len(bad)} cells ok, {len(bad)} failed"
+                  + (f", {len(refused)} skipped: the adapter refuses the problem set" if refused else "")
                   + (f", {len(unavailable)} unavailable on their worker)" if unavailable else ")"))
     if lost:
         console.print(f"[bold red]error:[/] the connection to the Dask scheduler was lost: {len(lost)} cells "
                       "were not run; `contactbench run --resume` (same options) runs them")
         raise typer.Exit(1)
     if results and not ran:
-        console.print("[bold red]error:[/] no cell could run: their workers lack the adapters' packages")
+        why = "; ".join(sorted({r.reason for r in [*refused, *unavailable]}))
+        console.print(f"[bold red]error:[/] no cell could run: {escape(why)}")
         raise typer.Exit(1)
     if ran and len(bad) == len(ran):
         console.print("[bold red]error:[/] every cell failed")
@@ -655,8 +658,8 @@ def check_adapter(
         _fail(f"adapter {name!r} is not available: {reason}")
     dtypes = _split(dtype) or None
     for dt in dtypes or []:
-        if dt not in registry[name].CAPABILITIES.dtypes:
-            _fail(f"--dtype: {name} computes in {list(registry[name].CAPABILITIES.dtypes)}, got {dt!r}")
+        if why := registry[name].CAPABILITIES.accepts(None, dtype=dt):
+            _fail(f"--dtype: {name} {why}, got {dt!r}")
     with console.status(f"checking {name} ..."):
         rows = conformance.run_adapter(name, dtypes)
     table = Table(title=f"conformance of {name}")

@@ -189,7 +189,7 @@ def known_issue(name: str, dtype: str, case_id: str) -> str | None:
 def traits(case: Case) -> solvers.ProblemTraits:
     """What ``Capabilities.accepts`` needs to know of a conformance case."""
     pclass = "socp" if case.is_socp else "qp" if case.is_qp else "lp"
-    return solvers.ProblemTraits(pclass, case.structure, case.lb is not None)
+    return solvers.ProblemTraits.of(case, pclass, case.structure)
 
 
 def applicable(cls: type[solvers.Adapter], case: Case) -> str | None:

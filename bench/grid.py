@@ -94,10 +94,15 @@ def parse_family(spec: str) -> tuple[str, dict[str, Any]]:
     return parsed.name, parsed.params
 
 
-def traits(family: FamilySpec) -> ProblemTraits:
-    """What ``Capabilities.accepts`` needs to know of a family spec's problems."""
+def traits(family: FamilySpec, batch=None) -> ProblemTraits:
+    """What ``Capabilities.accepts`` needs to know of a family spec's problems: the class and
+    structure its kind gives, and, once the problem set is generated (``batch``, a
+    ``ProblemBatch``), whether any lower bound differs from 0 (``ProblemTraits.of``)."""
     fam = family.family
-    return ProblemTraits(fam.problem_class(family.params), fam.structure(family.params))
+    problem_class, structure = fam.problem_class(family.params), fam.structure(family.params)
+    if batch is None:
+        return ProblemTraits(problem_class, structure)
+    return ProblemTraits.of(batch, problem_class, structure)
 
 
 def expand(families: list[str | FamilySpec], solver_specs: list[str | SolverSpec], dtypes: list[str],

@@ -22,7 +22,6 @@ import numpy as np
 import pandas as pd
 
 from problems.kinds.checks import OUTCOMES
-from solvers.errors import ProblemError
 
 from . import stats
 

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from problems import ProblemBatch, get_kind
-from solvers import BatchSolution, Status
+from solvers import BatchSolution
 
 from .rundir import write_bytes_atomic
 from .verify import DEFAULT_TOLERANCES, Tolerances
@@ -103,7 +103,6 @@ def _save_solution(path: Path, solution: BatchSolution, truth: np.ndarray, ident
 
 def _load_solution(path: Path) -> tuple[BatchSolution, np.ndarray]:
     with np.load(path, allow_pickle=False) as data:
-        n = len(data["objective"])
         solution = BatchSolution(
             x=data["x"], y_eq=data["y_eq"], y_ub=data["y_ub"], objective=data["objective"],
             status=data["status"], iterations=data["iterations"],

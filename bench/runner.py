@@ -23,12 +23,13 @@ import time
 from pathlib import Path
 from typing import Callable
 
+import solvers
 from problems import ProblemBatch
 from solvers.errors import ProblemError
 
 from .cell import CellResult, batch_name, failed_rows
 from .env import host_environment
-from .grid import Cell
+from .grid import Cell, traits
 from .rundir import cell_finished, read_cell, write_bytes_atomic, write_cell
 
 #: seconds between two looks at the cluster for finished and newly started cells
@@ -93,6 +94,14 @@ def _run_on(client, cells: list[Cell], run_dir: Path, run_id: str, *, timeout: f
             batch = ProblemBatch.load(run_dir / "batches", batch_name(cell))
             batches[cell.problem_key] = [batch, batch.content_hash(), None, None]
         todo.append(i)
+    for i in list(todo):  # what the adapter would refuse of the generated set is a skip, not failed rows
+        batch = batches[cells[i].problem_key][0]
+        why = solvers.adapter_class(cells[i].solver.name).CAPABILITIES.accepts(traits(cells[i].family, batch))
+        if why:
+            results[i] = CellResult(cells[i], "refused", None, None, 0.0, f"{cells[i].solver.name} {why}")
+            todo.remove(i)
+            if on_done:
+                on_done(results[i])
     no_gpu = cluster.no_gpu_reason(client) if any(cells[i].device == "gpu" for i in todo) else None
     if no_gpu:  # a GPU cell would wait for ever for a worker that has one
         for i in [i for i in todo if cells[i].device == "gpu"]:

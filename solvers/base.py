@@ -30,7 +30,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar
 
 from .errors import ProblemError, SolverNotAvailable
-from .types import BatchSolution, Capabilities, CodedText, Solution, StandardForm, Status, check_standard_form
+from .types import (
+    BatchSolution, Capabilities, CodedText, ProblemTraits, Solution, StandardForm, Status, check_standard_form,
+)
 
 
 @dataclass(frozen=True)
@@ -315,7 +317,12 @@ class Adapter:
         or reach its solver's ``INFINITY``). ``-inf`` lower bounds (free variables) are fine."""
         import numpy as np
 
-        self._check_problem_class(problem)
+        traits = ProblemTraits.of(problem)
+        refused = self.CAPABILITIES.refusal(traits)  # the one capability check
+        if refused is not None:
+            argument, reason = refused
+            hint = _REFUSAL_HINTS.get((argument, traits.problem_class), _REFUSAL_HINTS.get(argument, ""))
+            raise ProblemError(f"{argument}: adapter {self.NAME!r} {reason}{hint}")
         arrays = {"c": problem.c, "A_eq": problem.A_eq, "b_eq": problem.b_eq, "A_ub": problem.A_ub,
                   "b_ub": problem.b_ub, "P": problem.P, "lb": problem.lb, "cone_mu": problem.cone_mu}
         dtype = np.dtype(self.dtype)
@@ -333,13 +340,9 @@ class Adapter:
                                    f"({self.INFINITY:.3g}), where the solver reads it as infinite; "
                                    "expected smaller magnitudes (rescale the problem)")
 
-    def _check_problem_class(self, problem: StandardForm) -> None:
-        if problem.P is not None and not (self.CAPABILITIES.qp or self.CAPABILITIES.socp):
-            raise ProblemError(f"P: adapter {self.NAME!r} solves LPs only; pass P=None")
-        if problem.n_cones and not self.CAPABILITIES.socp:
-            raise ProblemError(f"cones: adapter {self.NAME!r} does not take second-order cones; pass cones=None")
-        if not self.CAPABILITIES.general_bounds and not problem.default_bounds:
-            raise ProblemError(f"lb: adapter {self.NAME!r} takes x >= 0 only; got lower bounds other than 0")
+#: what a refused input's message adds, by argument
+_REFUSAL_HINTS = {("P", "qp"): " (pass P=None for an LP)", ("P", "lp"): " (it needs P: a QP)",
+                  "cones": " (pass cones=None)", "lb": "; got lower bounds other than 0"}
 
 
 def module_api(cls: type[Adapter]) -> tuple[Callable[..., Solution], Callable[..., BatchSolution]]:

@@ -13,7 +13,6 @@ import numpy as np
 
 from . import _forms
 from .base import Adapter, Conformance, module_api
-from .errors import ProblemError
 from .types import Capabilities, Solution, StandardForm, Status
 
 
@@ -29,11 +28,6 @@ class QuadprogAdapter(Adapter):
     REQUIRES = ("quadprog",)
     INSTALL_HINT = "pip install quadprog"
     SETTINGS = {"default": {}}
-
-    def _check_problem_class(self, problem: StandardForm) -> None:
-        super()._check_problem_class(problem)  # cones, bounds: refused like everywhere
-        if problem.P is None:
-            raise ProblemError("P: quadprog solves strictly convex QPs only; got an LP (P=None)")
 
     def case_args(self, problem: StandardForm):
         G_b, h_b = _forms.bound_rows(problem)

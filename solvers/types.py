@@ -183,20 +183,39 @@ class Capabilities:
     structures: tuple[str, ...] | None = None
     general_bounds: bool = True
 
-    def accepts(self, problem: "ProblemTraits", dtype: str | None = None, device: str | None = None) -> str | None:
+    def accepts(self, problem: "ProblemTraits | None", dtype: str | None = None,
+                device: str | None = None) -> str | None:
         """None when an adapter with these capabilities takes ``problem`` (at ``dtype`` on
-        ``device``, when given), else the reason it does not, in words."""
-        if not getattr(self, problem.problem_class, False):
-            return f"does not solve {problem.problem_class.upper()}s"
-        if self.structures is not None and problem.structure not in self.structures:
-            return f"decides only {list(self.structures)}"
-        if problem.general_bounds and not self.general_bounds:
-            return "takes x >= 0 only"
+        ``device``, when given; ``problem`` None checks only those), else the reason it does
+        not, in words."""
+        refused = self.refusal(problem, dtype, device)
+        return None if refused is None else refused[1]
+
+    def refusal(self, problem: "ProblemTraits | None", dtype: str | None = None,
+                device: str | None = None) -> tuple[str, str] | None:
+        """None when accepted (see ``accepts``), else ``(argument, reason)``: the input the
+        refusal is about (``P``, ``cones``, ``c`` for the problem class, ``lb``, ``dtype``,
+        ``device``, ``structure``) and the reason in words."""
+        if problem is None:
+            pass
+        elif not getattr(self, problem.problem_class, False):
+            argument = {"qp": "P", "socp": "cones"}.get(problem.problem_class, "P" if self.qp or self.socp else "c")
+            return argument, f"does not solve {problem.problem_class.upper()}s"
+        elif (self.structures is not None and problem.structure is not UNKNOWN_STRUCTURE
+                and problem.structure not in self.structures):
+            return "structure", f"decides only {list(self.structures)}"
+        elif problem.general_bounds and not self.general_bounds:
+            return "lb", "takes x >= 0 only"
         if dtype is not None and dtype not in self.dtypes:
-            return f"computes in {list(self.dtypes)} only"
+            return "dtype", f"computes in {list(self.dtypes)} only"
         if device is not None and device not in self.devices:
-            return f"runs on {list(self.devices)} only"
+            return "device", f"runs on {list(self.devices)} only"
         return None
+
+
+#: ``ProblemTraits.structure`` of problems known only by their arrays (a direct ``solve``):
+#: the structure check is the grid's, which knows the family.
+UNKNOWN_STRUCTURE = "<unknown>"
 
 
 @dataclass(frozen=True)
@@ -208,6 +227,21 @@ class ProblemTraits:
     problem_class: str
     structure: str | None = None
     general_bounds: bool = False
+
+    @classmethod
+    def of(cls, problem: Any, problem_class: str | None = None,
+           structure: str | None = UNKNOWN_STRUCTURE) -> "ProblemTraits":
+        """The traits of a problem or batch from its arrays (``P``, ``cones``, ``lb``: a
+        ``StandardForm``, a ``problems.ProblemBatch``, a conformance case): ``socp`` with
+        cones, else ``qp`` with ``P``, else ``lp`` (or the family's ``problem_class``, when
+        given), and ``general_bounds`` when some lower bound is not 0. The one builder: the
+        grid (family and batch), ``Adapter.validate`` and the conformance suite call it."""
+        cones, lb = getattr(problem, "cones", None), getattr(problem, "lb", None)
+        if problem_class is None:
+            problem_class = ("socp" if cones is not None and np.size(cones) else
+                             "qp" if getattr(problem, "P", None) is not None else "lp")
+        general = lb is not None and bool(np.any(np.asarray(lb, dtype=float) != 0.0))
+        return cls(problem_class, structure, general)
 
 
 @dataclass(frozen=True)

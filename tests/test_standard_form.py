@@ -50,7 +50,7 @@ def test_adapter_rejects_bad_input_before_solving():
 
 
 def test_lp_only_adapter_rejects_P():
-    with pytest.raises(ProblemError, match="P: adapter 'highs' solves LPs only"):
+    with pytest.raises(ProblemError, match=r"P: adapter 'highs' does not solve QPs \(pass P=None for an LP\)"):
         solvers.get("highs").solve([1.0], [[1.0]], [1.0], np.zeros((0, 1)), np.zeros(0), P=np.eye(1))
 
 
