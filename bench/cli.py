@@ -556,14 +556,14 @@ def recommend_cmd(
     the others do not. Exit 0: at least one qualifies; 1: none does; 2: bad arguments."""
     import json
 
-    from . import publish, recommend
+    from . import recommend, results
 
     try:
         thresholds = recommend.Thresholds(max_false_accept, max_uncertain, max_wrong, budget_us, confidence)
     except BenchError as exc:
         _fail(_cli_names(str(exc)))
     try:
-        rows = recommend.select(publish.prepare_rows(report.load_runs(run_dirs)), family, kind, device)
+        rows = recommend.select(results.load(run_dirs), family, kind, device)
         result = recommend.assess(rows, thresholds)
     except BenchError as exc:
         _fail(_cli_names(str(exc)))
@@ -593,20 +593,14 @@ def _cli_names(message: str) -> str:
     return message
 
 
-def recommend_budget(budget_us: float) -> str:
-    """A budget in microseconds for display: ``1,000``, ``2.5``."""
-    return f"{budget_us:,.0f}" if budget_us >= 10 else f"{budget_us:g}"
-
-
 def _print_recommendation(result) -> None:
-    from .intervals import rank_text, sci
-    from .recommend import interval_text
+    from .results import budget_text, interval_text, rank_text, sci
 
     t = result.thresholds
     pct = f"{100 * t.confidence:g} %"
     console.print(f"Thresholds ({pct} one-sided upper bounds): false accept <= {sci(t.max_false_accept)}, "
                   f"uncertain or failed <= {sci(t.max_uncertain)}, wrong <= {sci(t.max_wrong)}; "
-                  f"budget {recommend_budget(t.budget_us)} us per case end to end (median).")
+                  f"budget {budget_text(t.budget_us)} us per case end to end (median).")
     q = result.qualifying
     if len(q):
         table = Table(title=f"qualifying configurations ({len(q)}): per family, kind and batch size, fastest "

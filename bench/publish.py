@@ -25,10 +25,9 @@ import pandas as pd
 
 from solvers import ProblemError
 
-from . import intervals, recommend
-from .report import load_runs, read_manifest
-from .rundir import replace_output_dir
-from .schema import outcome_columns, summarize
+from . import intervals, recommend, results
+from .rundir import read_manifest, replace_output_dir
+from .schema import outcome_columns
 
 #: shift of the shifted geometric mean, microseconds per case (see ``shifted_geometric_mean``).
 SGM_SHIFT_US = 10.0
@@ -36,8 +35,8 @@ SGM_SHIFT_US = 10.0
 PROFILE_TAU_MAX = 1e3
 #: the most disagreeing cases listed per family page.
 MAX_DRILL_CASES = 200
-#: the column naming one case (``bench.intervals.case_ids``: its content, not its parameters)
-CASE_KEY = ["case_id"]
+#: the column naming one case (``bench.results.case_ids``: its content, not its parameters)
+CASE_KEY = results.CASE_KEY
 
 
 @dataclass(frozen=True)
@@ -51,31 +50,6 @@ class Site:
     runs: int
 
 
-def _config_label(rows: pd.DataFrame) -> pd.Series:
-    """``solver_label dtype device @ host`` per row (host only when several machines are merged)."""
-    label = rows["solver_label"].astype(str) + " " + rows["dtype"].astype(str) + " " + rows["device"].astype(str)
-    hosts = rows["env_host"].astype(str) if "env_host" in rows else pd.Series("", index=rows.index)
-    if hosts.nunique() > 1:
-        label = label + " @ " + hosts
-    return label
-
-
-def prepare_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """Rows with ``config``, ``family_label`` and ``case_id`` columns, outcome strings, and ``rank_us``:
-    the time per case the dashboard ranks by, end to end where the run measured it (schema
-    3), else the solve alone (older runs) (copy)."""
-    rows = rows.copy()
-    for col in ("compile_s", "ms_per_256", "us_per_lp", "end_to_end_us_per_lp", "end_to_end_ms_per_256",
-                "family_params", "seed"):
-        if col not in rows:
-            rows[col] = np.nan
-    rows["family_params"] = rows["family_params"].astype(str)
-    rows["case_id"] = intervals.case_ids(rows)
-    rows["config"] = _config_label(rows)
-    rows["rank_us"] = rows["end_to_end_us_per_lp"].astype(float).fillna(rows["us_per_lp"].astype(float))
-    return rows
-
-
 #: a family table's groups: one configuration, kind and batch size
 FAMILY_KEYS = ["config", "solver_label", "device", "dtype", "kind", "n_scenes"]
 
@@ -83,11 +57,11 @@ FAMILY_KEYS = ["config", "solver_label", "device", "dtype", "kind", "n_scenes"]
 def family_table(rows: pd.DataFrame, confidence: float = intervals.DEFAULT_CONFIDENCE) -> pd.DataFrame:
     """Per configuration, kind and batch size (scenes) of one family: n, outcome counts (those
     the kinds present give), median ms per 256 scenes, median us per case, median compile
-    seconds and the kinds' own aggregations (``bench.schema.summarize``); then ``cases``, the
+    seconds and the kinds' own aggregations (``bench.results.summarize``); then ``cases``, the
     rates with their intervals and ``false_accept_bound`` (``bench.intervals.add_rates``) and
     ``time_low_us`` / ``time_high_us`` around ``rank_us`` at ``confidence``."""
     keys = FAMILY_KEYS
-    table = summarize(rows, keys)
+    table = results.summarize(rows, keys)
     outcomes = [o for o in outcome_columns(list(rows["kind"].unique())) if o in table]
     table = intervals.with_intervals(table, rows, keys, outcomes, confidence)
     table = table.rename(columns={"n_scenes": "scenes", "us_per_lp": "us_per_case",
@@ -100,29 +74,9 @@ def family_table(rows: pd.DataFrame, confidence: float = intervals.DEFAULT_CONFI
 
 
 def ranked(table: pd.DataFrame, by: str = "rank_us") -> pd.DataFrame:
-    """Configurations ranked: fewest unsafe answers (false accepts), then most correct, then
-    fastest per case by ``by`` (default ``rank_us``: end to end, see ``prepare_rows``;
-    ``us_per_case``: the solve alone). Adds ``rank`` (1 = best) and ``tied``: configurations
-    whose intervals overlap on all three keys share the rank of the first of them
-    (``bench.intervals.mark_ties``; the time interval is the one of ``rank_us``, so ranking
-    ``by`` another column compares its point values; a table without intervals ties only
-    equal values)."""
-    if by not in table:
-        raise ProblemError(f"by: expected a column of the table, got {by!r}")
-    order = table.assign(_unsafe=table["false_accept"] / table["n"], _neg_correct=-table["correct_pct"])
-    order = order.sort_values(["_unsafe", "_neg_correct", by], na_position="last")
-    order = order.drop(columns=["_unsafe", "_neg_correct"]).reset_index(drop=True)
-    spans = order.copy()
-    if "false_accept_rate" not in spans:
-        spans["false_accept_rate"] = spans["false_accept"] / spans["n"]
-    if "correct_rate" not in spans:
-        spans["correct_rate"] = spans["correct_pct"] / 100.0
-    if by != "rank_us":
-        spans = spans.drop(columns=[c for c in ("time_low_us", "time_high_us") if c in spans])
-    marked = intervals.mark_ties(spans, time=by)
-    order.insert(0, "rank", marked["rank"].to_numpy())
-    order["tied"] = marked["tied"].to_numpy()
-    return order
+    """A family table in ranking order with ``rank`` and ``tied`` (``bench.results.rank``:
+    the one ranking rule)."""
+    return results.rank(table, by)
 
 
 def shifted_geometric_mean(values_us: np.ndarray, shift_us: float = SGM_SHIFT_US) -> float:
@@ -271,19 +225,19 @@ def recommendation_box(rows: pd.DataFrame, confidence: float = intervals.DEFAULT
     first, ties marked), the others with their reasons, and the rerun ``--n``."""
     result = recommend.assess(rows, recommend.Thresholds(confidence=confidence))
     t = result.thresholds
-    sci = intervals.sci
+    sci = results.sci
 
     def record(r) -> dict:
-        return {"rank": intervals.rank_text(r["rank"], r["tied"]),
+        return {"rank": results.rank_text(r["rank"], r["tied"]),
                 "config": str(r["config"]), "kind": str(r["kind"]), "scenes": str(r["scenes"]),
                 "cases": f"{r['cases']:,}", "false_accept_bound": sci(r["false_accept_bound"]),
                 "uncertain_bound": sci(r["uncertain_bound"]), "wrong_bound": sci(r["wrong_bound"]),
-                "time": recommend.interval_text(r["us_per_case"], r["time_low_us"], r["time_high_us"]),
+                "time": results.interval_text(r["us_per_case"], r["time_low_us"], r["time_high_us"]),
                 "status": str(r["status"]), "reasons": "; ".join(r["reasons"])}
 
     rest = result.table[result.table["status"] != "qualifies"]
     return {"confidence": f"{100 * t.confidence:g} %", "max_false_accept": sci(t.max_false_accept),
-            "max_uncertain": sci(t.max_uncertain), "max_wrong": sci(t.max_wrong), "budget_us": f"{t.budget_us:,.0f}",
+            "max_uncertain": sci(t.max_uncertain), "max_wrong": sci(t.max_wrong), "budget_us": results.budget_text(t.budget_us),
             "qualifying": [record(r) for _, r in result.qualifying.iterrows()],
             "rest": [record(r) for _, r in rest.iterrows()],
             "open": int((result.table["status"] == "open").sum()), "rerun_n": result.rerun_n}
@@ -437,14 +391,14 @@ def publish(run_dirs: list[Path | str], out: Path | str, confidence: float = int
         raise ProblemError("run_dirs: expected at least one run directory")
     confidence = intervals.check_confidence(confidence)
     run_dirs = [Path(d) for d in run_dirs]
-    rows = prepare_rows(load_runs(run_dirs))
+    rows = results.load(run_dirs)
     out = Path(out)
     return replace_output_dir(out, lambda tmp: _build_site(rows, run_dirs, tmp, out, confidence), run_dirs)
 
 
 
 def _interval_texts(table: pd.DataFrame) -> list[str]:
-    return [recommend.interval_text(t, lo, hi) for t, lo, hi in
+    return [results.interval_text(t, lo, hi) for t, lo, hi in
             zip(table["rank_us"], table["time_low_us"], table["time_high_us"])]
 
 
@@ -466,9 +420,9 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
     common["families_nav"] = [{"name": label, "page": page} for label, page in page_of.items()]
     for family, frows in rows.groupby("family_label", sort=True):
         table = ranked(family_table(frows, confidence))
-        table["rank"] = [intervals.rank_text(r, t) for r, t in zip(table["rank"], table["tied"])]
+        table["rank"] = [results.rank_text(r, t) for r, t in zip(table["rank"], table["tied"])]
         table["e2e_us_interval"] = _interval_texts(table)
-        table["false_accept_bound"] = [intervals.sci(b) if pd.notna(b) else "" for b in table["false_accept_bound"]]
+        table["false_accept_bound"] = [results.sci(b) if pd.notna(b) else "" for b in table["false_accept_bound"]]
         rate_cols = intervals.rate_texts(table, outcome_columns(list(frows["kind"].unique())))
         rates = table[["rank", "solver_label", "device", "dtype", "kind", "scenes", "cases"]].join(rate_cols)
         rates["false_accept_bound"] = table["false_accept_bound"]

@@ -14,7 +14,7 @@ A configuration that does not qualify is **out** (an observed rate already at or
 threshold, or over budget) or **open** (no rule broken, but too few cases to show the bound:
 ``needed_cases`` says how many a rerun needs if the rates stay as observed, ``needed_n`` the
 ``--n`` in scenes). Rates count distinct cases, each once with its worst outcome
-(``bench.intervals``). Every number comes from verified outcomes: a solver's own status flag
+(``bench.results``). Every number comes from verified outcomes: a solver's own status flag
 never decides anything here.
 """
 
@@ -28,7 +28,7 @@ import pandas as pd
 
 from solvers.errors import ProblemError
 
-from . import intervals, stats
+from . import intervals, results, stats
 
 #: one row per configuration, family, kind and batch size
 KEYS = ["config", "solver_label", "device", "dtype", "family_label", "kind", "n_scenes"]
@@ -134,22 +134,23 @@ def _judge(k: int, n: int, limit: float, crit: Criterion, confidence: float) -> 
         return "met", "", None, bound
     needed = stats.cases_to_show(k, n, limit, confidence)
     if needed is None:
-        return "out", f"{crit.label} bound {intervals.sci(bound)} > {intervals.sci(limit)} ({k:,} of {n:,})", None, bound
+        return "out", f"{crit.label} bound {results.sci(bound)} > {results.sci(limit)} ({k:,} of {n:,})", None, bound
     if k == 0:
-        return "open", f"needs {needed:,} cases {crit.without} to show <= {intervals.sci(limit)}, has {n:,}", needed, bound
+        return "open", f"needs {needed:,} cases {crit.without} to show <= {results.sci(limit)}, has {n:,}", needed, bound
     return ("open", f"needs about {needed:,} cases at the observed {crit.label} rate ({k:,} of {n:,}) to show "
-            f"<= {intervals.sci(limit)}, has {n:,}", needed, bound)
+            f"<= {results.sci(limit)}, has {n:,}", needed, bound)
 
 
 def assess(rows: pd.DataFrame, thresholds: Thresholds = Thresholds()) -> Recommendation:
-    """Judge every configuration of ``rows`` (cell rows from ``bench.publish.prepare_rows``,
-    which adds ``config`` and ``rank_us``) against ``thresholds`` (see the module docstring)."""
+    """Judge every configuration of ``rows`` (cell rows from ``bench.results.load`` or
+    ``prepare``, which add ``config``, ``case_id`` and ``rank_us``) against ``thresholds``
+    (see the module docstring)."""
     if rows.empty:
         raise ProblemError("rows: no results to assess")
     conf = thresholds.confidence
     if "n_lps" not in rows:  # cases per scene unknown: one
         rows = rows.assign(n_lps=rows["n_scenes"])
-    counts = intervals.case_counts(rows, KEYS)
+    counts = results.case_counts(rows, KEYS)
     times = rows.groupby(KEYS, dropna=False).agg(us_per_case=("rank_us", "median"), lps=("n_lps", "max")).reset_index()
     table = intervals.add_time_intervals(counts.merge(times, on=KEYS, how="left"), rows, KEYS, conf)
     records = []
@@ -174,7 +175,7 @@ def assess(rows: pd.DataFrame, thresholds: Thresholds = Thresholds()) -> Recomme
             out_reasons.append("no time measured")
         elif t > thresholds.budget_us:
             states.append("out")
-            out_reasons.append(f"over budget: {_us(t)} us per case")
+            out_reasons.append(f"over budget: {results.us_text(t)} us per case")
         status = "out" if "out" in states else "open" if "open" in states else "qualifies"
         per_scene = max(int(r["lps"]) / max(int(r["n_scenes"]), 1), 1.0) if pd.notna(r["lps"]) else 1.0
         # an out configuration gives what rules it out; an open one the rule needing the most cases
@@ -197,22 +198,11 @@ def assess(rows: pd.DataFrame, thresholds: Thresholds = Thresholds()) -> Recomme
 def _rank_qualifying(table: pd.DataFrame) -> pd.DataFrame:
     """``rank`` of the qualifying rows by time within each family, kind and batch size (the
     same problems), with ties (overlapping time intervals with the tie group's fastest,
-    ``bench.intervals.mark_ties``); NaN for the others."""
+    ``bench.results.mark_ties``); NaN for the others."""
     table = table.assign(rank=np.nan, tied=False)
     q = table[table["status"] == "qualifies"]
     for _, grp in q.groupby(["family", "kind", "scenes"], sort=False):
-        ranked = intervals.mark_ties(grp, time="us_per_case")
+        ranked = results.mark_ties(grp, time="us_per_case")
         table.loc[grp.index, "rank"] = ranked["rank"].to_numpy()
         table.loc[grp.index, "tied"] = ranked["tied"].to_numpy()
     return table
-
-
-def _us(value: float) -> str:
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
-
-
-def interval_text(t: float, low: float, high: float) -> str:
-    """``"12.3 [11.9, 13]"`` (microseconds), or the median alone without an interval."""
-    if not np.isfinite(t):
-        return ""
-    return f"{_us(t)} [{_us(low)}, {_us(high)}]" if np.isfinite(low) else _us(t)

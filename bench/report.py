@@ -17,7 +17,9 @@ Rates with bounds (``bench.intervals``, at the report's confidence level, 95 % b
 outcome), per outcome ``o`` ``o_rate`` and its two-sided Clopper-Pearson interval ``o_low`` /
 ``o_high``, ``false_accept_bound`` (the one-sided upper bound of the unsafe rate: the safety
 figure) and ``time_low_us`` / ``time_high_us`` (bootstrap interval of the median
-microseconds per case end to end, over the timed repeats).
+microseconds per case end to end, over the timed repeats); ``rank`` and ``tied`` within
+each family by the one ranking rule (``bench.results.rank``: fewest false accepts, most
+correct, fastest; ties where the intervals overlap), the same ranks as the dashboard's.
 ``rank_deficient_summary`` repeats the outcome counts for cases whose equality rows are
 rank-deficient (two-foot stances), where several solvers break down.
 """
@@ -30,10 +32,10 @@ from pathlib import Path
 import pandas as pd
 
 from problems.kinds.checks import OUTCOMES
-from . import intervals
-from .rundir import load_cells, read_manifest, replace_output_dir
+
+from . import intervals, results
+from .rundir import read_manifest, replace_output_dir
 from .schema import REPORT_GROUP, rename_for_report
-from .schema import summarize as summarize_rows
 
 __all__ = ["load_runs", "read_manifest", "write_report", "summarize"]
 
@@ -41,19 +43,24 @@ GROUP = REPORT_GROUP
 
 
 def load_runs(run_dirs: list[Path | str]) -> pd.DataFrame:
-    """All readable cell rows of the given run directories (symlinks such as ``latest``
-    resolved). An unreadable or damaged cell file is skipped with a warning naming it;
-    ``ProblemError`` when nothing at all is readable (see ``bench.rundir.load_cells``)."""
-    return load_cells(run_dirs)[0]
+    """All readable cell rows of the given run directories (``bench.results.load``: symlinks
+    such as ``latest`` resolved, ``config``, ``case_id`` and ``rank_us`` added). An
+    unreadable or damaged cell file is skipped with a warning naming it; ``ProblemError``
+    when nothing at all is readable."""
+    return results.load(run_dirs)
 
 
 def summarize(rows: pd.DataFrame, confidence: float = intervals.DEFAULT_CONFIDENCE) -> pd.DataFrame:
-    """One row per cell group with outcome counts and timing (``bench.schema.summarize``),
-    then the rates with their intervals and the timing interval at ``confidence`` (see the
-    module docstring)."""
-    table = summarize_rows(rows, GROUP)
+    """One row per cell group with outcome counts and timing (``bench.results.summarize``:
+    distinct cases), then the rates with their intervals and the timing interval at
+    ``confidence`` (see the module docstring)."""
+    table = results.summarize(rows, GROUP)
     table = intervals.with_intervals(table, rows, GROUP, [o for o in OUTCOMES if o in table], confidence)
-    out = rename_for_report(table)
+    table["rank_us"] = results.ranking_time_us(table)
+    ranked = [results.rank(group) for _, group in table.groupby("family_label", sort=False)]  # as the dashboard
+    table = pd.concat(ranked, ignore_index=True) if ranked else table.assign(rank=[], tied=[])
+    out = rename_for_report(table.drop(columns="rank_us"))
+    out = out[["rank", *[c for c in out.columns if c not in ("rank", "tied")], "tied"]]
     return out.sort_values(["family", "kind", "scenes", "end_to_end_ms_per_256", "ms_per_256"],
                            na_position="last").reset_index(drop=True)
 
@@ -81,7 +88,7 @@ def rank_deficient_summary(rows: pd.DataFrame) -> pd.DataFrame:
     sub = rows[rows["meta_rank_deficient"].fillna(False).astype(bool)]
     if sub.empty:
         return pd.DataFrame()
-    table = summarize_rows(sub, GROUP)
+    table = results.summarize(sub, GROUP)
     return rename_for_report(table[GROUP + ["n"] + [c for c in OUTCOMES if c in table]].rename(columns={"n": "cases"}))
 
 
@@ -105,11 +112,9 @@ def rates_table(summary: pd.DataFrame, confidence: float) -> pd.DataFrame:
     out = summary[keys + ["cases"]].copy()
     pct = f"{100 * confidence:g} %"
     out = out.join(intervals.rate_texts(summary, list(OUTCOMES)))
-    out[f"false_accept <= ({pct}, one-sided)"] = [intervals.sci(b) for b in summary["false_accept_bound"]]
-    out["e2e us per case [interval]"] = [
-        f"{t:.3g} [{lo:.3g}, {hi:.3g}]" if pd.notna(lo) else (f"{t:.3g}" if pd.notna(t) else "")
-        for t, lo, hi in zip(summary["end_to_end_us_per_lp"].fillna(summary["us_per_lp"]),
-                             summary["time_low_us"], summary["time_high_us"])]
+    out[f"false_accept <= ({pct}, one-sided)"] = [results.sci(b) for b in summary["false_accept_bound"]]
+    out["e2e us per case [interval]"] = [results.interval_text(t, lo, hi) for t, lo, hi in zip(
+        results.ranking_time_us(summary), summary["time_low_us"], summary["time_high_us"])]
     return out
 
 

@@ -1,14 +1,13 @@
-"""The results schema: row columns and their types, the schema version of every cell file,
-the upgrade of older files, and the one aggregation of rows into summary tables.
+"""The results schema: row columns and their types, the schema version of every cell file
+and the upgrade of older files.
 
 A cell file (``<cell>.parquet``) holds one row per problem of the cell: the ``COLUMNS``
 below (identity, timing, solver answer, provenance ``env_*``), the family's ``meta_*``
 columns, and the columns of the cell's kind (``Kind.columns``: verdict, checks, reference,
 ``outcome``). Its parquet metadata records ``contactbench_schema`` = ``SCHEMA_VERSION``.
 
-``summarize(rows, keys)`` is the aggregation used by the report, the dashboard, the seed-002
-tables and asv's outcome tracks: per group, ``n``, one count per outcome the kinds present
-can give, median timings, and each kind's own aggregations (``Kind.aggregations``).
+How rows are counted and aggregated into tables (``summarize``: distinct cases, median
+timings ``TIMING``, each kind's own aggregations) is ``bench.results``.
 """
 
 from __future__ import annotations
@@ -66,7 +65,7 @@ def upgrade(rows: pd.DataFrame, version: int, source: str = "rows") -> pd.DataFr
     ``device_model`` (''). Version 3 lacks the per-repeat times ``ms_repeats`` and
     ``end_to_end_ms_repeats`` (None: no timing interval can be given). Version 4 lacks
     ``case_hash`` ('': such rows name a case by family, parameters, size, seed and index,
-    ``bench.intervals.case_ids``). Version 5 lacks ``generator_version`` (1: every family's
+    ``bench.results.case_ids``). Version 5 lacks ``generator_version`` (1: every family's
     first sampler). A newer version raises
     ``SchemaError`` naming ``source``."""
     if version > SCHEMA_VERSION:
@@ -108,7 +107,7 @@ def complete(rows: pd.DataFrame) -> pd.DataFrame:
     labels from ``family`` / ``solver``). Readers then never meet a missing column."""
     wanted = dict(COLUMNS)
     for name in map(str, rows["kind"].unique()) if "kind" in rows and len(rows) else []:
-        kind = _kind_or_none(name)
+        kind = kind_or_none(name)
         wanted.update(kind.columns if kind is not None else {})
     missing = {c: t for c, t in wanted.items() if c not in rows}
     if not missing:
@@ -133,7 +132,8 @@ def version_of(metadata: dict | None) -> int:
         raise SchemaError(f"results schema: unreadable version {raw!r}") from None
 
 
-def _kind_or_none(name: str):
+def kind_or_none(name: str):
+    """The registered kind ``name``, or None for one a plug-in this process has not loaded."""
     try:
         return get_kind(name)
     except ProblemError:  # a kind registered by a plug-in this process has not loaded
@@ -144,33 +144,9 @@ def outcome_columns(kinds: list[str]) -> list[str]:
     """The outcome columns a summary of these kinds shows (every outcome for an unknown kind)."""
     wanted = set()
     for name in kinds:
-        kind = _kind_or_none(name)
+        kind = kind_or_none(name)
         wanted |= set(kind.outcomes if kind is not None else OUTCOMES)
     return [o for o in OUTCOMES if o in wanted]
-
-
-def summarize(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """One row per group of ``keys``: ``n``, outcome counts, median timings (``TIMING``) and
-    the kinds' own aggregations (a column only where some group has a value)."""
-    missing = {column: float("nan") for column, _how in TIMING.values() if column not in rows}
-    rows = rows.assign(**missing) if missing else rows  # a run of failed cells only has no timings
-    kinds = sorted(map(str, rows["kind"].unique()))
-    counts = pd.crosstab([rows[k] for k in keys], rows["outcome"]).reindex(columns=outcome_columns(kinds),
-                                                                            fill_value=0)
-    agg = {name: pd.NamedAgg(column, how) for name, (column, how) in TIMING.items()}
-    table = rows.groupby(keys).agg(n=("outcome", "size"), **agg)
-    extra = []
-    for name in kinds:
-        kind = _kind_or_none(name)
-        aggs = {col: pd.NamedAgg(src, how) for col, (src, how) in (kind.aggregations() if kind else {}).items()
-                if src in rows}
-        if aggs:
-            extra.append(rows[rows["kind"] == name].groupby(keys).agg(**aggs))
-    out = table[["n"]].join(counts).join(table.drop(columns="n"))
-    if extra:
-        merged = pd.concat(extra).groupby(level=list(range(len(keys)))).max()
-        out = out.join(merged.dropna(axis=1, how="all"))
-    return out.reset_index()
 
 
 def rename_for_report(table: pd.DataFrame) -> pd.DataFrame:
@@ -183,6 +159,6 @@ def check_columns(rows: pd.DataFrame) -> list[str]:
     missing kind columns (empty: conforming)."""
     missing = [c for c in COLUMNS if c not in rows]
     for name in sorted(map(str, rows["kind"].unique())) if "kind" in rows else []:
-        kind = _kind_or_none(name)
+        kind = kind_or_none(name)
         missing += [f"{name}:{c}" for c in (kind.columns if kind else {}) if c not in rows]
     return missing

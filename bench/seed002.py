@@ -21,7 +21,7 @@ import solvers
 from problems import FamilySpec
 
 from .grid import Cell
-from .schema import summarize
+from .results import summarize
 
 #: (label, family, params) of the problem sets; sizes are the seed's.
 ABLATION_SETS = (

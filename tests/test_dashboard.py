@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench import publish
+from bench import publish, results
 from solvers import ProblemError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -219,7 +219,7 @@ def test_several_batch_sizes_give_scaling_curves_and_a_crossover_table(tmp_path)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "CONTACTBENCH_CACHE": str(tmp_path / "cache")})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    rows = publish.prepare_rows(pd.read_parquet(next((tmp_path / "runs" / "sizes").glob("*linrax*n16*.parquet"))))
+    rows = results.prepare(pd.read_parquet(next((tmp_path / "runs" / "sizes").glob("*linrax*n16*.parquet"))))
     assert (rows["end_to_end_us_per_lp"] >= rows["us_per_lp"]).all() and (rows["rank_us"] == rows["end_to_end_us_per_lp"]).all()
     site = publish.publish([tmp_path / "runs" / "sizes"], tmp_path / "site")
     page = site.family_pages["planar-box"].read_text()

@@ -36,10 +36,12 @@ def _case(family, n, seed, index, **params):
 
 
 # (measure, off value, family, n, seed, index, params): found by running every measure off
-# on seed 002's sets (generator version 2); each LP goes wrong with the measure off and right with everything on.
+# on seed 002's sets (generator version 2); each LP goes wrong with the measure off and right with
+# everything on. Found with XLA's single-threaded Eigen (tests/conftest.py, as in the cells): the
+# float32 results are then the same whatever the machine's load (pivot_tol's LP was 13 before).
 MEASURE_CASES = [
     ("recompute", False, "cube-3d", 768, 0, 613, {}),
-    ("pivot_tol", 1e-6, "cube-3d", 768, 0, 13, {}),
+    ("pivot_tol", 1e-6, "cube-3d", 768, 0, 85, {}),
     ("reinvert", False, "cube-3d", 768, 0, 450, {}),
     ("small_witness", False, "cube-3d", 768, 0, 450, {}),
     ("exit_cap", False, "planar-box", 256, 0, 2, {"kind": "exit", "disk": True}),

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench import intervals, publish, recommend, report, rundir, stats
+from bench import publish, recommend, report, results, rundir, stats
 from solvers.errors import ProblemError
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -69,9 +69,9 @@ def test_recommend_gives_the_exact_qualifying_set_at_loose_thresholds(small):
     reasons = {(r["config"], r["family"]): r["reasons"] for r in out["out"]}
     assert reasons == {
         ("osqp float64 cpu", "planar-box"): [
-            f"uncertain-or-failed bound {intervals.sci(stats.rate_upper_bound(27, 32))} > 2e-1 (27 of 32)"],
+            f"uncertain-or-failed bound {results.sci(stats.rate_upper_bound(27, 32))} > 2e-1 (27 of 32)"],
         ("osqp float64 cpu", "files"): [
-            f"false-accept bound {intervals.sci(stats.rate_upper_bound(18, 32))} > 2e-1 (18 of 32)"]}
+            f"false-accept bound {results.sci(stats.rate_upper_bound(18, 32))} > 2e-1 (18 of 32)"]}
     assert out["open"] == [] and out["rerun_n"] is None
     # per family and kind, ranked fastest first: one qualifier each but planar-box's two
     ranks = {(r["config"], r["family"]): r["rank"] for r in out["qualifying"]}
@@ -138,7 +138,9 @@ def test_merged_runs_count_each_case_once(small, tmp_path):
              & (rows["lp_index"] == 0), "outcome"] = "false_accept"
     summary = report.summarize(rows)
     highs = summary[(summary["solver"] == "highs") & (summary["family"] == "planar-box")].iloc[0]
-    assert highs["n"] == 64 and highs["cases"] == 32 and highs["false_accept"] == 1
+    # one counting rule (bench.results): the counts are of the 32 distinct cases, not the 64 rows
+    assert highs["n"] == 32 and highs["cases"] == 32 and highs["false_accept"] == 1
+    assert highs["correct"] == 31
     assert highs["false_accept_rate"] == pytest.approx(1 / 32)
     assert highs["false_accept_bound"] == pytest.approx(stats.rate_upper_bound(1, 32))
 
@@ -158,7 +160,7 @@ def test_report_has_rates_with_intervals_and_the_safety_bound(small, tmp_path):
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "## Rates with 90 % intervals" in md and "false_accept <= (90 %, one-sided)" in md
     low, high = stats.rate_interval(27, 32, 0.9)
-    assert f"{intervals.sci(27 / 32)} [{intervals.sci(low)}, {intervals.sci(high)}]" in md
+    assert f"{results.sci(27 / 32)} [{results.sci(low)}, {results.sci(high)}]" in md
     assert cb("report", run, "--out", tmp_path / "rep2", "--confidence", "95", cwd=root).returncode == 2
 
 
@@ -174,7 +176,7 @@ def test_an_unsafe_adapter_is_never_recommended_whatever_its_speed(tmp_path):
     assert fake["config"] == "fake-random float64 cpu" and fake["false_accept"] == 16
     assert fake["reasons"][0] == "false-accept bound 1 > 5e-1 (16 of 16)"
     # make it the fastest thing ever measured: still out
-    rows = publish.prepare_rows(report.load_runs([run]))
+    rows = results.prepare(report.load_runs([run]))
     rows.loc[rows["solver"] == "fake-random", "rank_us"] = 1e-9
     for column in ("end_to_end_ms_repeats", "ms_repeats"):
         rows[column] = [np.full(2, 1e-9) if s == "fake-random" else v for s, v in zip(rows["solver"], rows[column])]
@@ -223,7 +225,7 @@ def controlled(small, tmp_path):
 
 def test_ties_when_time_intervals_overlap(controlled, tmp_path):
     run, rows = controlled
-    table = publish.ranked(publish.family_table(publish.prepare_rows(rows)))
+    table = publish.ranked(publish.family_table(results.prepare(rows)))
     assert list(table["solver_label"]) == ["A", "B", "C"]
     assert list(table["rank"]) == [1, 1, 3] and list(table["tied"]) == [True, True, False]
     site = publish.publish([run], tmp_path / "site")
@@ -231,7 +233,7 @@ def test_ties_when_time_intervals_overlap(controlled, tmp_path):
     assert index.count('class="tied"') == 2 and index.count("<td>=1</td>") == 2
     page = site.family_pages["planar-box"].read_text()
     assert 'class="ratios"' in page and 'class="tie"' in page and 'class="slower"' in page
-    result = recommend.assess(publish.prepare_rows(rows), recommend.Thresholds(0.2, 0.2, 0.2, 1e6))
+    result = recommend.assess(results.prepare(rows), recommend.Thresholds(0.2, 0.2, 0.2, 1e6))
     assert list(result.qualifying["solver"]) == ["A", "B", "C"]
     assert list(result.qualifying["rank"]) == [1, 1, 3] and list(result.qualifying["tied"]) == [True, True, False]
 
@@ -243,14 +245,14 @@ def test_distinct_outcome_intervals_break_a_tie(controlled):
                            {"B": {"repeats_ms": [1.01, 1.03, 0.99, 1.02, 1.00],
                                   "outcomes": {i: "false_reject" for i in range(20)}}})
     both = pd.concat([rows[rows["solver_label"] == "A"], worse], ignore_index=True)
-    table = publish.ranked(publish.family_table(publish.prepare_rows(both)))
+    table = publish.ranked(publish.family_table(results.prepare(both)))
     assert list(table["solver_label"]) == ["A", "B"] and list(table["rank"]) == [1, 2]
 
 
 def test_old_runs_without_repeat_times_have_no_interval_and_tie_only_equal_times(controlled):
     run, rows = controlled
     old = rows.assign(end_to_end_ms_repeats=None, ms_repeats=None)
-    table = publish.ranked(publish.family_table(publish.prepare_rows(old)))
+    table = publish.ranked(publish.family_table(results.prepare(old)))
     assert table["time_low_us"].isna().all() and list(table["rank"]) == [1, 2, 3]
 
 
@@ -265,7 +267,7 @@ def test_the_family_page_has_the_recommendation_box_and_interval_bars(small, tmp
     assert "needs 2,995 cases without a false accept to show &lt;= 1e-3, has 32" in page
     rates = page.split('id="rates"')[1].split("</table>")[0]
     low, high = stats.rate_interval(27, 32)  # OSQP's uncertain answers on planar-box
-    assert f"<td>{intervals.sci(27 / 32)} [{intervals.sci(low)}, {intervals.sci(high)}]</td>" in rates
+    assert f"<td>{results.sci(27 / 32)} [{results.sci(low)}, {results.sci(high)}]</td>" in rates
     assert rates.count("<tr>") == 1 + 3  # header + highs, exact-planar, osqp
     scatter = json.loads(page.split('id="scatter-data">')[1].split("</script>")[0])
     bars = [t["error_x"] for t in scatter["data"]]

@@ -137,14 +137,14 @@ def test_02_highs_ray_verifies_where_highs_has_one():
 # ------------------------------------------------------------------ 3: a case is named by its content
 def test_03_files_cases_count_once_across_seeds(tmp_path):
     """The files family ignores --seed: three seeds are one set of 16 cases, not 48."""
-    from bench import intervals, report, runner
+    from bench import report, results, runner
     from bench.grid import Cell
 
     cells = [Cell.of("files[kind=lp]", 16, seed, "highs", "float64", "cpu", 1) for seed in (0, 1, 2)]
     runner.run_cells(cells, tmp_path / "run", "s", timeout=120)
     rows = report.load_runs([tmp_path / "run"])
     assert len(rows) == 48 and rows["case_hash"].nunique() == 16
-    counts = intervals.case_counts(rows, ["solver"])
+    counts = results.case_counts(rows, ["solver"])
     assert counts["cases"].tolist() == [16]
 
 
@@ -503,7 +503,7 @@ def test_api_misuse_raises_problem_error_naming_the_argument(tmp_path):
 def test_10_a_cell_file_missing_columns_is_skipped_or_completed_never_a_traceback(tmp_path):
     import pyarrow.parquet as pq
 
-    from bench import publish, recommend, report
+    from bench import publish, recommend, report, results
     from bench.schema import REQUIRED_COLUMNS
 
     run = small_run(tmp_path, "r", ("highs",))
@@ -522,7 +522,7 @@ def test_10_a_cell_file_missing_columns_is_skipped_or_completed_never_a_tracebac
         assert dropped in rows and len(rows) == 4
         report.write_report(rows, tmp_path / f"rep-{dropped}", [], [copy])
         publish.publish([copy], tmp_path / f"site-{dropped}")
-        recommend.assess(publish.prepare_rows(rows), recommend.Thresholds(0.5, 0.5, 0.5, 1e9, 0.95))
+        recommend.assess(results.prepare(rows), recommend.Thresholds(0.5, 0.5, 0.5, 1e9, 0.95))
     res = cb("report", run, tmp_path / "drop-n_scenes", "--out", tmp_path / "both", cwd=tmp_path, check=0)
     assert "missing columns ['n_scenes']" in res.stdout + res.stderr
 

@@ -194,7 +194,7 @@ def _counts(rows) -> dict[str, int]:
     if rows is None:
         return {o: 0 for o in OUTCOMES}
     try:
-        from bench.schema import summarize
+        from bench.results import summarize
     except ImportError:  # an older commit
         found = rows["outcome"].value_counts()
         return {o: int(found.get(o, 0)) for o in OUTCOMES}

@@ -1,0 +1,118 @@
+"""Issue 23, one results table (``bench.results``): the report, the dashboard and
+``contactbench recommend`` are presenters over it, so on one real run they give the same
+counts (distinct cases, each with its worst outcome), and the report and the dashboard the
+same ranks and ties (the one ranking rule). ``recommend`` ranks only the configurations
+that qualify, by time, which is another question; its counts are the same."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import solvers
+from bench import publish, recommend, report, results, runner
+from bench.grid import Cell
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    needed = ["highs", "scipy-highs", "linrax", "exact-planar"]
+    missing = [n for n in needed if solvers.available().get(n)]
+    if missing:
+        pytest.skip(f"adapters not available here: {missing}")
+    out = tmp_path_factory.mktemp("results-layer")
+    cells = [Cell.of("planar-box", 24, 0, "highs", "float64", "cpu", 3),
+             Cell.of("planar-box", 24, 0, "scipy-highs", "float64", "cpu", 3),
+             Cell.of("planar-box", 24, 0, "linrax", "float32", "cpu", 3),
+             Cell.of("planar-box", 24, 0, "exact-planar", "float32", "cpu", 3),
+             Cell.of("planar-box[kind=exit]", 8, 0, "highs", "float64", "cpu", 3),
+             Cell.of("planar-box[kind=exit]", 8, 0, "linrax", "float32", "cpu", 3)]
+    runner.run_cells(cells, out / "run", "layer", timeout=300)
+    # a merged copy: every case twice, one answer made worse in the copy (the worst counts)
+    rows = results.load([out / "run"])
+    copy = rows.copy()
+    copy["run_id"] = "copy"
+    first = (copy["solver"] == "highs") & (copy["kind"] == "lp1") & (copy["lp_index"] == 0)
+    copy.loc[first, "outcome"] = "uncertain"
+    return results.prepare(pd.concat([rows, copy], ignore_index=True).drop(columns=["config", "case_id", "rank_us"]))
+
+
+OUTCOME_COLUMNS = ["correct", "false_accept", "false_reject", "uncertain", "failed"]
+
+
+def test_report_dashboard_and_recommend_count_the_same_distinct_cases(run):
+    summary = report.summarize(run).rename(columns={"solver": "solver_label", "scenes": "n_scenes",
+                                                    "family": "family_label"})
+    pages = pd.concat([publish.ranked(publish.family_table(rows)).assign(family_label=family)
+                       for family, rows in run.groupby("family_label")], ignore_index=True)
+    pages = pages.rename(columns={"scenes": "n_scenes"})
+    advice = recommend.assess(run, recommend.Thresholds(0.5, 0.5, 0.5, 1e9)).table
+    keys = ["family_label", "kind", "solver_label", "device", "dtype", "n_scenes"]
+    both = summary.merge(pages, on=keys, suffixes=("_report", "_site"))
+    assert len(both) == len(summary) == len(pages) == 6
+    for col in ["n", *OUTCOME_COLUMNS]:
+        assert (both[f"{col}_report"] == both[f"{col}_site"]).all(), col
+    assert (both["n_report"] == both["cases_report"]).all()  # n is the count of distinct cases
+    highs = both[(both["solver_label"] == "highs") & (both["kind"] == "lp1")].iloc[0]
+    assert highs["n_report"] == 24 and highs["uncertain_report"] == 1 and highs["correct_report"] == 23
+    advice = advice.rename(columns={"solver": "solver_label", "family": "family_label", "scenes": "n_scenes"})
+    joined = summary.merge(advice, on=keys, suffixes=("_report", "_advice"))
+    assert len(joined) == 6
+    assert (joined["n"] == joined["cases_advice"]).all()
+    assert (joined["false_accept_report"] == joined["false_accept_advice"]).all()
+    assert (joined["uncertain_report"] + joined["failed"] == joined["uncertain_advice"]).all()
+    assert (joined["false_reject"] == joined["wrong"]).all()
+
+
+def test_report_and_dashboard_give_the_same_ranks_and_ties(run):
+    summary = report.summarize(run).rename(columns={"solver": "solver_label", "scenes": "n_scenes"})
+    keys = ["kind", "solver_label", "device", "dtype", "n_scenes"]
+    for family, rows in run.groupby("family_label"):
+        site = publish.ranked(publish.family_table(rows)).rename(columns={"scenes": "n_scenes"})
+        mine = summary[summary["family"] == family]
+        both = mine.merge(site, on=keys, suffixes=("_report", "_site"))
+        assert len(both) == len(site) == len(mine)
+        assert list(both["rank_report"]) == list(both["rank_site"])
+        assert list(both["tied_report"]) == list(both["tied_site"])
+        assert sorted(both["rank_site"].tolist())[0] == 1
+
+
+def test_one_ranking_rule_puts_unsafe_last_then_correctness_then_speed():
+    table = pd.DataFrame({"config": ["fast-unsafe", "slow", "fast", "unsure"], "n": [10, 10, 10, 10],
+                          "false_accept": [1, 0, 0, 0], "correct": [9, 10, 10, 8], "rank_us": [1.0, 60.0, 9.0, 2.0]})
+    ranked = results.rank(table)
+    assert list(ranked["config"]) == ["fast", "slow", "unsure", "fast-unsafe"]
+    assert list(ranked["rank"]) == [1, 2, 3, 4] and not ranked["tied"].any()
+
+
+@pytest.mark.parametrize("value, text", [(1830.4, "1,830"), (457.7, "458"), (2.5, "2.5"), (0.91234, "0.912"),
+                                         (float("nan"), "")])
+def test_microseconds_have_one_format(value, text):
+    assert results.us_text(value) == text
+    if np.isfinite(value):
+        assert results.budget_text(value) == text
+        assert results.interval_text(value, value, value) == f"{text} [{text}, {text}]"
+
+
+def test_recommend_imports_no_presenter_and_the_rules_have_one_owner():
+    """recommend never imports publish; the case key, severity order, ranking time and
+    number formats are defined in bench/results.py alone."""
+    imported = {node.module for node in ast.walk(ast.parse((BENCH / "recommend.py").read_text()))
+                if isinstance(node, ast.ImportFrom) and node.module}
+    names = {alias.name for node in ast.walk(ast.parse((BENCH / "recommend.py").read_text()))
+             if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert "publish" not in names and not any(m and m.endswith("publish") for m in imported)
+    owned = ("def case_ids", "SEVERITY =", "def ranking_time_us", "def sci(", "def us_text", "def budget_text",
+             "def rank_text", "def mark_ties", "def case_counts", "def summarize(", "def config_label")
+    for path in BENCH.rglob("*.py"):
+        text = path.read_text()
+        for definition in owned:
+            if definition in text:
+                assert path.name == "results.py" or (definition == "def summarize(" and path.name == "report.py"), \
+                    f"{definition} in {path.name}"
