@@ -131,7 +131,7 @@ def list_cmd() -> None:
     for col in ("kind", "class", "outcomes", "reference", "description"):
         kinds.add_column(col, overflow="fold")
     for name, kind in problems.kinds.kinds().items():
-        ref = kind.reference_solver[0].NAME if kind.reference_solver else "own"
+        ref = kind.reference_adapter()[0].NAME if kind.reference_solver else "own"
         kinds.add_row(escape(name), kind.problem_class, ",".join(kind.outcomes), escape(ref), escape(kind.description))
     console.print(kinds)
 

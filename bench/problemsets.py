@@ -52,7 +52,7 @@ def warm_up_job(*, parent_pid: int) -> None:
 
     for kind in problems.kinds.kinds().values():
         if kind.reference_solver is not None:
-            kind.reference_solver[0].check_available()
+            kind.reference_adapter()[0].check_available()
     problems.families()
 
 

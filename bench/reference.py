@@ -55,7 +55,7 @@ def default_cache_dir() -> Path:
 def reference_solver(batch: ProblemBatch) -> tuple | None:
     """``(adapter class, distribution, profile)`` of the reference for ``batch``'s kind
     (None when the kind computes its reference itself)."""
-    return get_kind(batch.kind).reference_solver
+    return get_kind(batch.kind).reference_adapter()
 
 
 def reference_identity(batch: ProblemBatch) -> dict[str, str]:

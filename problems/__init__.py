@@ -7,11 +7,12 @@ built-in ones included: see ``problems.family``); ``problems.kinds`` holds the k
 
 from __future__ import annotations
 
-from .batch import ProblemBatch, hold_batch
+from .batch import ProblemBatch
 from .family import (MAX_SEED, Family, FamilySpec, Param, broken_families, families, generate, refresh_families,
                      register_family)
 from .hold import EXIT_CAP, LP, HoldScene, Limits, exit_lp, lp1, margin_directions
 from .kinds import Kind, get_kind, register_kind
+from .kinds._hold import hold_batch
 
 __all__ = [
     "EXIT_CAP", "LP", "MAX_SEED", "Family", "FamilySpec", "HoldScene", "Kind", "Limits", "Param", "ProblemBatch",

@@ -155,20 +155,3 @@ class ProblemBatch:
             self.meta.iloc[index].reset_index(drop=True), self.params, pick(self.P), pick(self.lb),
             self.cones, pick(self.cone_mu), payload={k: pick(v) for k, v in self.payload.items()},
         )
-
-
-def hold_batch(family: str, scenes: list, meta: pd.DataFrame, kind: str = "lp1",
-               axes: tuple[str, ...] | None = None, cap: float | None = None,
-               params: dict[str, Any] | None = None) -> ProblemBatch:
-    """A hold-test batch (kind ``lp1`` or ``exit``) from same-shape ``HoldScene`` items and
-    their meta rows: ``problems.kinds.get_kind(kind).build`` (see ``problems.kinds._hold``)."""
-    from .kinds import get_kind
-    from .kinds._hold import HoldKind
-
-    spec = get_kind(kind)
-    if not isinstance(spec, HoldKind):
-        from solvers.errors import ProblemError
-
-        raise ProblemError(f"kind: expected a hold-test kind (lp1, exit), got {kind!r}")
-    options = {} if cap is None else {"cap": cap}
-    return spec.build(family, scenes, meta, params, axes=axes, **options)

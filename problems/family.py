@@ -28,6 +28,7 @@ from solvers.errors import ProblemError
 
 from .batch import ProblemBatch
 from .kinds import get_kind
+from .kinds.base import when_missing
 
 ENTRY_POINT_GROUP = "contactbench.problems"
 #: the largest seed (results store it as a 64-bit signed integer)
@@ -294,3 +295,6 @@ def generate(family: "str | FamilySpec", n: int, seed: int = 0, **params: Any) -
     items, meta = fam.items(n, seed, spec.params)
     record = {"n": n, "seed": seed, **spec.params, "generator_version": fam.version}
     return fam.make(items, meta, spec.kind, record)
+
+
+when_missing(families)  # a kind a family plug-in brings is found by get_kind (problems.kinds.base)

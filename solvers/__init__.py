@@ -7,8 +7,8 @@ for shapes and dual conventions and ``solvers.registry`` for how adapters are fo
 
 from .base import Adapter, Conformance, Option, module_api
 from .errors import BenchError, ProblemError, SolverError, SolverNotAvailable
-from .registry import adapter_class, adapters, available, from_spec, get, parse_spec, refresh, register
-from .specs import SolverSpec
+from .registry import adapter_class, adapters, available, refresh, register
+from .specs import SolverSpec, from_spec, get, parse_spec
 from .types import (
     STATUS_TEXT, BatchSolution, Capabilities, CodedText, ProblemTraits, Solution, StandardForm, Status, check_standard_form,
 )

@@ -278,10 +278,10 @@ class Adapter:
 
     def solve_batch_checked(self, problem: StandardForm) -> BatchSolution:
         """``validate``, ``prepare``, ``run``, ``finish`` on a batch ``check_standard_form`` accepted
-        (``solvers.timing.PreparedSolve``)."""
-        from .timing import PreparedSolve
-
-        return PreparedSolve(self, problem).solution()
+        (the phases ``solvers.timing.PreparedSolve`` times)."""
+        self.validate(problem)
+        prepared = self.prepare(problem)
+        return self.finish(self.run(prepared), prepared)
 
     def finish(self, raw: Any, prepared: Any) -> BatchSolution:
         """``collect``, then the status contract: OPTIMAL with a non-finite ``x`` or objective

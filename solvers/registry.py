@@ -21,7 +21,6 @@ from typing import Any
 
 from .base import Adapter
 from .errors import ProblemError, SolverNotAvailable
-from .specs import SolverSpec, parse_spec  # noqa: F401  (parse_spec: part of this module's API)
 
 ENTRY_POINT_GROUP = "contactbench.solvers"
 PLUGINS_ENV = "CONTACTBENCH_PLUGINS"
@@ -129,18 +128,3 @@ def adapter_class(name: str) -> type[Adapter]:
             raise SolverNotAvailable(f"solver {name!r} failed to load: {_BROKEN[name]}")
         raise ProblemError(f"solver: expected one of {sorted(_ADAPTERS)}, got {name!r}")
     return _ADAPTERS[name]
-
-
-def get(spec: "str | SolverSpec", **settings: Any) -> Adapter:
-    """An adapter instance from a name or a spec (``solvers.specs``): ``get("highs[fast]")``,
-    ``get("highs", profile="fast")``, ``get("linrax", dtype="float64")``; keyword settings
-    win over the spec's.
-
-    Raises ``ProblemError`` for an unknown name, profile or setting and ``SolverNotAvailable``
-    when the solver's package is missing.
-    """
-    return SolverSpec.parse(spec, **settings).build()
-
-
-#: ``get`` under its older name.
-from_spec = get

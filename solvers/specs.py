@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ProblemError
+from .registry import adapter_class
 
 _SPEC = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(?:\[(.*)\])?\s*$")
 
@@ -87,8 +88,6 @@ class SolverSpec:
         """Parse and validate ``spec`` against the registry; ``extra`` settings win over the
         spec's. ``ProblemError`` for an unknown name, profile, option or a bad value;
         ``SolverNotAvailable`` when the adapter failed to load."""
-        from .registry import adapter_class
-
         if isinstance(spec, SolverSpec):
             name, raw = spec.name, {"profile": spec.profile, **spec.settings}
         else:
@@ -115,8 +114,6 @@ class SolverSpec:
 
     def build(self):
         """The adapter instance (``SolverNotAvailable`` when its package is missing)."""
-        from .registry import adapter_class
-
         return adapter_class(self.name)(self.profile, **self.settings)
 
     def __str__(self) -> str:
@@ -129,3 +126,18 @@ class SolverSpec:
     def label(self) -> str:
         """What reports show: the canonical spec without ``dtype`` / ``device`` (they have columns)."""
         return str(self.without("dtype", "device"))
+
+
+def get(spec: "str | SolverSpec", **settings: Any):
+    """An adapter instance from a name or a spec: ``get("highs[fast]")``,
+    ``get("highs", profile="fast")``, ``get("linrax", dtype="float64")``; keyword settings
+    win over the spec's.
+
+    Raises ``ProblemError`` for an unknown name, profile or setting and ``SolverNotAvailable``
+    when the solver's package is missing.
+    """
+    return SolverSpec.parse(spec, **settings).build()
+
+
+#: ``get`` under its older name.
+from_spec = get

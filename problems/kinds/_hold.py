@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from solvers.errors import ProblemError
-from solvers.highs_ import HighsAdapter
 
 from ..batch import ProblemBatch
 from ..hold import EXIT_CAP, HoldScene, SceneBatch
@@ -23,7 +22,7 @@ from .base import Kind
 from .checks import Tolerances, finite_rows
 
 #: the hold kinds' float64 reference: HiGHS (dual simplex), never the registry's ``highs``.
-LP_REFERENCE = (HighsAdapter, "highspy", "default")
+LP_REFERENCE = ("solvers.highs_:HighsAdapter", "highspy", "default")
 
 
 class HoldKind(Kind):
@@ -86,3 +85,17 @@ def witness_check(batch: ProblemBatch, lam: np.ndarray, t: np.ndarray | None, to
 
 #: the witness check's columns (both hold kinds).
 WITNESS_COLUMNS = {"residual": "float64", "min_weight": "float64", "limit_excess": "float64", "witness_ok": "bool"}
+
+
+def hold_batch(family: str, scenes: list, meta: pd.DataFrame, kind: str = "lp1",
+               axes: tuple[str, ...] | None = None, cap: float | None = None,
+               params: dict[str, Any] | None = None) -> ProblemBatch:
+    """A hold-test batch (kind ``lp1`` or ``exit``) from same-shape ``HoldScene`` items and
+    their meta rows: ``problems.kinds.get_kind(kind).build`` (see ``problems.kinds._hold``)."""
+    from .base import get_kind
+
+    spec = get_kind(kind)
+    if not isinstance(spec, HoldKind):
+        raise ProblemError(f"kind: expected a hold-test kind (lp1, exit), got {kind!r}")
+    options = {} if cap is None else {"cap": cap}
+    return spec.build(family, scenes, meta, params, axes=axes, **options)

@@ -19,6 +19,7 @@ package, a test) calls ``register_kind``.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import pkgutil
@@ -38,6 +39,15 @@ if TYPE_CHECKING:
     from ..batch import ProblemBatch
 
 
+@functools.cache
+def _adapter_class(spec: str) -> type:
+    """The class a ``module:Class`` spec names (imported once)."""
+    module, _, name = spec.partition(":")
+    if not module or not name:
+        raise ProblemError(f"reference_solver: expected 'module:Class', got {spec!r}")
+    return getattr(importlib.import_module(module), name)
+
+
 class Kind:
     """Base class of every problem kind (see module docstring). Instances are stateless."""
 
@@ -51,9 +61,12 @@ class Kind:
     payload: ClassVar[tuple[str, ...]] = ()
     #: the outcomes this kind's ``judge`` gives (a subset of ``checks.OUTCOMES``, in order).
     outcomes: ClassVar[tuple[str, ...]] = ("correct", "false_accept", "false_reject", "uncertain", "failed")
-    #: ``(adapter class, pip distribution, profile)`` of the float64 reference, or None
-    #: when the kind computes its reference itself (override ``solve_reference``).
-    reference_solver: ClassVar[tuple | None] = None
+    #: ``("module:Class", pip distribution, profile)`` of the float64 reference, e.g.
+    #: ``("solvers.highs_:HighsAdapter", "highspy", "default")``, or None when the kind
+    #: computes its reference itself (override ``solve_reference``). Named by spec, imported
+    #: when first used (``reference_adapter``): built-in code, never through the solver
+    #: registry, and no kind imports an adapter.
+    reference_solver: ClassVar[tuple[str, str, str] | None] = None
     #: result columns the kind adds to every row (verifier's, reference's, judge's): name -> dtype.
     columns: ClassVar[dict[str, str]] = {}
 
@@ -70,13 +83,21 @@ class Kind:
         return None
 
     # -------------------------------------------------------------- reference
+    def reference_adapter(self) -> tuple[type, str, str] | None:
+        """``(adapter class, pip distribution, profile)`` of ``reference_solver`` (its class
+        imported from its ``module:Class`` spec), or None."""
+        if self.reference_solver is None:
+            return None
+        spec, dist, profile = self.reference_solver
+        return _adapter_class(spec), dist, profile
+
     def reference_identity(self) -> dict[str, str]:
         """Which solver, at which version and with which options, computes the reference
         (part of the reference cache's key)."""
         if self.reference_solver is None:
             return {"solver": f"{type(self).__module__}.{type(self).__qualname__}", "package": "", "version": "",
                     "profile": "", "options": "{}"}
-        cls, dist, profile = self.reference_solver
+        cls, dist, profile = self.reference_adapter()
         try:
             dist_version = version(dist)
         except PackageNotFoundError:
@@ -98,7 +119,7 @@ class Kind:
                 if np.isnan(np.asarray(arr, dtype=float)).any():
                     raise ProblemError(f"payload {name!r}: holds NaN")
             if self.reference_solver is not None:
-                cls, _dist, profile = self.reference_solver
+                cls, _dist, profile = self.reference_adapter()
                 cls(profile).validate(problem)
 
         try:
@@ -116,7 +137,7 @@ class Kind:
         """The reference's raw float64 answers for ``batch`` (built-in code path)."""
         if self.reference_solver is None:
             raise NotImplementedError(f"kind {self.name!r} names no reference_solver and computes none")
-        cls, _dist, profile = self.reference_solver
+        cls, _dist, profile = self.reference_adapter()
         return cls(profile).solve_batch(*batch.arrays(), **batch.extra())
 
     def reference_rows(self, batch: "ProblemBatch", solution: "BatchSolution",
@@ -169,6 +190,17 @@ class Kind:
 # The kind registry (with the solver and family registries, the only global state).
 _KINDS: dict[str, Kind] = {}
 _LOADED = False
+#: what to call when a kind is not registered: plug-in loaders that may register it (the
+#: family registry adds its own when it is imported: a family package may bring a kind).
+_MORE: list = []
+
+
+def when_missing(loader) -> None:
+    """Have ``get_kind`` call ``loader()`` (once per miss) before it refuses a name: how the
+    family registry, which imports this module, loads the family plug-ins that register
+    kinds, without this module importing it."""
+    if loader not in _MORE:
+        _MORE.append(loader)
 
 
 def register_kind(kind: Kind) -> Kind:
@@ -208,10 +240,10 @@ def kinds() -> dict[str, Kind]:
 def get_kind(name: str) -> Kind:
     """The registered kind ``name``; ``ProblemError`` naming the known ones otherwise."""
     _load()
-    if name not in _KINDS:  # a family plug-in may register it when it loads
-        from ..family import families
-
-        families()
+    for loader in (_MORE if name not in _KINDS else ()):  # a family plug-in may register it when it loads
+        loader()
+        if name in _KINDS:
+            break
     if name not in _KINDS:
         raise ProblemError(f"kind: expected one of {sorted(_KINDS)}, got {name!r}")
     return _KINDS[name]

@@ -25,7 +25,6 @@ import numpy as np
 import pandas as pd
 
 from solvers import Status
-from solvers.clarabel_ import ClarabelAdapter
 from solvers.errors import ProblemError
 
 from ..batch import ProblemBatch
@@ -33,7 +32,7 @@ from .base import Kind
 from .checks import DEFAULT_TOLERANCES, Tolerances, farkas_check, finite_rows, ray_check
 
 #: the QP / SOCP float64 reference: Clarabel at 1e-10, never the registry's ``clarabel``.
-QP_REFERENCE = (ClarabelAdapter, "clarabel", "high_accuracy")
+QP_REFERENCE = ("solvers.clarabel_:ClarabelAdapter", "clarabel", "high_accuracy")
 VERDICTS = ("feasible", "infeasible", "unbounded", "uncertain", "failed")
 
 
@@ -223,7 +222,7 @@ def complete_unbounded(kind, batch, solution):
         return solution
     from dataclasses import replace
 
-    cls, _dist, profile = kind.reference_solver
+    cls, _dist, profile = kind.reference_adapter()
     solver = cls(profile)
     rays, x = solution_rays(solution).copy(), np.array(solution.x, dtype=float)
     ok = ray_check(batch, rays, DEFAULT_TOLERANCES)["ray_ok"].to_numpy()
