@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import traceback
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -35,23 +34,6 @@ from .verify import DEFAULT_TOLERANCES, judge
 
 #: ``ms_per_256`` reports milliseconds per this many scenes.
 CASES_PER_REPORT = 256
-
-
-@dataclass(frozen=True)
-class CellResult:
-    """What the parent learnt of one cell: ``state`` is done, failed, timeout, crashed,
-    stalled, skipped (finished earlier), refused (its adapter does not take the generated
-    problem set, e.g. lower bounds other than 0: ``Capabilities.accepts``), unavailable (its
-    worker lacks the adapter's package) or lost (the scheduler was lost first); ``rows``
-    the cell's rows as written (None when skipped, refused, unavailable or lost: nothing
-    was written)."""
-
-    cell: Cell
-    state: str
-    path: Path | None
-    rows: pd.DataFrame | None
-    seconds: float
-    reason: str = ""
 
 
 def jax_matmul_precision(adapter) -> str:

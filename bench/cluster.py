@@ -221,11 +221,13 @@ def cell_task(cell: Cell, run_id: str, timeout: float, stall: float, expected_ha
     env = {**host_environment(), "env_worker": str(worker.name), "env_worker_address": str(worker.address)}
     batch, saved = saved_or_new_batch(cell, work / "batches")  # one generation per problem set and worker
     cache = work / "cache"
-    ref = _worker_reference(batch, ref_solution, cache)  # the child reads it back, re-verified
+    # the answers in this worker's cache (verified once per problem set and worker, when written);
+    # the cell's process reads them back and verifies them, once per cell
+    _cache_reference(batch, ref_solution, cache)
     if batch.content_hash() != expected_hash:
         state, reason = "failed", ("the worker generated other problems than the client (content hash differs): "
                                    "different contactbench versions on client and worker?")
-        rows = failed_rows(cell, batch, ref, env, run_id, state, reason)
+        rows = failed_rows(cell, batch, _worker_reference(batch, ref_solution, cache), env, run_id, state, reason)
     else:
         if not saved:  # only a batch whose hash matched is kept for the next cells
             batch.save(work / "batches", batch_name(cell))
@@ -241,12 +243,19 @@ def cell_task(cell: Cell, run_id: str, timeout: float, stall: float, expected_ha
 
             reason = f"{reason or 'worker answered without writing results'}\n{log_tail(log)}"
             state = state if state != "done" else "crashed"
-            rows = failed_rows(cell, batch, ref, env, run_id, state, reason)
+            rows = failed_rows(cell, batch, _worker_reference(batch, ref_solution, cache), env, run_id, state, reason)
         for path in (out, out.with_suffix(".json")):
             path.unlink(missing_ok=True)
     log = _read_tail(work / "logs" / f"{cell.cell_id}.log")
     return {"state": state, "reason": reason, "rows": _to_arrow(rows), "log": log, "host": socket.gethostname(),
             "worker": str(worker.name)}
+
+
+def _cache_reference(batch, ref_solution, cache: Path) -> None:
+    """Write the reference answers ``ref_solution`` of ``batch`` into this worker's cache
+    where an earlier cell of the problem set has not (``store_reference``)."""
+    if missing_chunks(batch, cache_dir=cache):
+        store_reference(batch, ref_solution, cache_dir=cache)
 
 
 def _worker_reference(batch, ref_solution, cache: Path) -> pd.DataFrame:
@@ -304,17 +313,18 @@ def from_arrow(data: bytes) -> pd.DataFrame:
 
 # ------------------------------------------------------------------ client side
 def references(client, cells: list[Cell], batches: dict, cache_dir: Path | None) -> None:
-    """Fill each problem set's reference rows and answers (``batches[key][2:4]``): chunk by
-    chunk (``bench.reference.chunks``) from the client's cache, or computed as Dask tasks,
-    one per missing chunk, spread over every worker, and cached here. The answers are
-    scattered to the cluster once per problem set (``batches[key][3]`` is that future): cell
-    tasks carry the future, never the arrays."""
+    """Fill the reference ``rows`` and ``answers`` of each problem set of ``batches``
+    (problem key -> ``bench.problemsets.ProblemSet``): chunk by chunk
+    (``bench.reference.chunks``) from the client's cache, or computed as Dask tasks, one per
+    missing chunk, spread over every worker, and cached here. The answers are scattered to
+    the cluster once per problem set (``answers`` is that future): cell tasks carry the
+    future, never the arrays."""
     submitted: dict[tuple, list] = {}
     for cell in cells:
         entry = batches.get(cell.problem_key)
-        if entry is None or entry[2] is not None or cell.problem_key in submitted:
+        if entry is None or entry.rows is not None or cell.problem_key in submitted:
             continue
-        batch, digest = entry[0], entry[1]
+        batch, digest = entry.batch, entry.digest
         parts = []
         for part in chunks(batch):
             found = cached_answers(batch.subset(part), cache_dir=cache_dir)
@@ -328,13 +338,13 @@ def references(client, cells: list[Cell], batches: dict, cache_dir: Path | None)
         for part, found in parts:
             if not isinstance(found, tuple):  # a future: solved on a worker, cached here
                 solution = found.result()
-                found = (store_reference(entry[0].subset(part), solution, cache_dir=cache_dir), solution)
+                found = (store_reference(entry.batch.subset(part), solution, cache_dir=cache_dir), solution)
             rows.append(found[0])
             answers.append(found[1])
         solution = answers[0] if len(answers) == 1 else BatchSolution.concat(answers)
-        entry[2] = pd.concat(rows, ignore_index=True)
+        entry.rows = pd.concat(rows, ignore_index=True)
         # on every worker (a copy survives a worker that dies; one transfer per worker)
-        entry[3] = client.scatter(solution, hash=False, broadcast=True)
+        entry.answers = client.scatter(solution, hash=False, broadcast=True)
 
 
 def cell_key(run_id: str, cell: Cell) -> str:

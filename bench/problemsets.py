@@ -12,14 +12,38 @@ run is created (the CLI exits 2 with it).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from problems import get_kind
+import pandas as pd
+
+from problems import ProblemBatch, get_kind
 from solvers.errors import ProblemError
 
 from .cell import batch_for, batch_name
 from .execute import RAISED
 from .grid import Cell
+
+@dataclass
+class ProblemSet:
+    """One distinct problem set of a run, as the client holds it: the ``batch`` (read back
+    from ``batches/``), its ``digest`` (``ProblemBatch.content_hash``: a worker regenerates
+    the set and must get these bytes), and once ``bench.cluster.references`` has filled
+    them, the reference ``rows`` (one per case) and ``answers`` (the reference's
+    ``BatchSolution``, as the Dask future it was scattered to the workers as)."""
+
+    batch: ProblemBatch
+    digest: str
+    rows: pd.DataFrame | None = None
+    answers: Any = None
+
+    @classmethod
+    def load(cls, folder: Path, name: str) -> "ProblemSet":
+        """The set saved under ``folder`` as ``name`` (``ProblemBatch.save``)."""
+        batch = ProblemBatch.load(folder, name)
+        return cls(batch, batch.content_hash())
+
 
 #: the worker pool key of the generating process (cells use their dtype)
 POOL_KEY = "generate"

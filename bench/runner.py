@@ -20,20 +20,40 @@ from __future__ import annotations
 import contextlib
 import queue
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import pandas as pd
+
 import solvers
-from problems import ProblemBatch
 from solvers.errors import ProblemError
 
-from .cell import CellResult, batch_name, failed_rows
+from .cell import batch_name, failed_rows
 from .env import host_environment
 from .grid import Cell, traits
+from .problemsets import ProblemSet
 from .rundir import cell_finished, read_cell, write_bytes_atomic, write_cell
 
 #: seconds between two looks at the cluster for finished and newly started cells
 POLL_SECONDS = 0.05
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """What the parent learnt of one cell: ``state`` is done, failed, timeout, crashed,
+    stalled, skipped (finished earlier), refused (its adapter does not take the generated
+    problem set, e.g. lower bounds other than 0: ``Capabilities.accepts``), unavailable (its
+    worker lacks the adapter's package) or lost (the scheduler was lost first); ``rows``
+    the cell's rows as written (None when skipped, refused, unavailable or lost: nothing
+    was written)."""
+
+    cell: Cell
+    state: str
+    path: Path | None
+    rows: pd.DataFrame | None
+    seconds: float
+    reason: str = ""
 
 
 def run_cells(cells: list[Cell], run_dir: Path, run_id: str, *, timeout: float = 600.0,
@@ -81,7 +101,7 @@ def _run_on(client, cells: list[Cell], run_dir: Path, run_id: str, *, timeout: f
     problemsets.prepare(pending, run_dir / "batches", timeout)  # isolated, checked; the CLI did it already
     env = host_environment()
     results: dict[int, CellResult] = {}
-    batches: dict[tuple, list] = {}  # problem key -> [batch, content hash, reference rows, reference answers]
+    batches: dict[tuple, ProblemSet] = {}  # problem key -> its problem set
     todo = []
     for i, cell in enumerate(cells):
         path = run_dir / f"{cell.cell_id}.parquet"
@@ -91,11 +111,10 @@ def _run_on(client, cells: list[Cell], run_dir: Path, run_id: str, *, timeout: f
                 on_done(results[i])
             continue
         if cell.problem_key not in batches:
-            batch = ProblemBatch.load(run_dir / "batches", batch_name(cell))
-            batches[cell.problem_key] = [batch, batch.content_hash(), None, None]
+            batches[cell.problem_key] = ProblemSet.load(run_dir / "batches", batch_name(cell))
         todo.append(i)
     for i in list(todo):  # what the adapter would refuse of the generated set is a skip, not failed rows
-        batch = batches[cells[i].problem_key][0]
+        batch = batches[cells[i].problem_key].batch
         why = solvers.adapter_class(cells[i].solver.name).CAPABILITIES.accepts(traits(cells[i].family, batch))
         if why:
             results[i] = CellResult(cells[i], "refused", None, None, 0.0, f"{cells[i].solver.name} {why}")
@@ -118,9 +137,10 @@ def _run_on(client, cells: list[Cell], run_dir: Path, run_id: str, *, timeout: f
     try:
         for i in todo:
             cell = cells[i]
-            _batch, digest, _rows, ref_solution = batches[cell.problem_key]
+            problem_set = batches[cell.problem_key]
             key = cluster.cell_key(run_id, cell)
-            future = client.submit(cluster.cell_task, cell, run_id, timeout, stall, digest, ref_solution, exclusive,
+            future = client.submit(cluster.cell_task, cell, run_id, timeout, stall, problem_set.digest,
+                                   problem_set.answers, exclusive,
                                    topic, key=key, pure=False,
                                    resources={"GPU": 1} if cell.device == "gpu" else None)
             futures[future], keys[key], submitted[i] = i, i, time.perf_counter()
@@ -163,12 +183,13 @@ def _announce(starts: queue.Queue, keys: dict, cells: list[Cell], started: dict,
                 on_start(cells[i])
 
 
-def _collect(future, cell: Cell, run_dir: Path, run_id: str, batches: dict, env: dict, seconds: float) -> CellResult:
+def _collect(future, cell: Cell, run_dir: Path, run_id: str, batches: dict[tuple, ProblemSet], env: dict,
+             seconds: float) -> CellResult:
     """Write a finished task's rows and log under ``run_dir`` and return its ``CellResult``."""
     from . import cluster
 
     path = run_dir / f"{cell.cell_id}.parquet"
-    batch, _digest, ref_rows, _solution = batches[cell.problem_key]
+    problem_set = batches[cell.problem_key]
     log = ""
     try:
         answer = future.result()
@@ -182,7 +203,7 @@ def _collect(future, cell: Cell, run_dir: Path, run_id: str, batches: dict, env:
                               f"not run: {type(exc).__name__}: {exc}".splitlines()[0] + "; --resume runs it")
         state = "crashed"
         reason = f"the Dask task failed: {type(exc).__name__}: {exc}"
-        rows = failed_rows(cell, batch, ref_rows, env, run_id, state, reason)
+        rows = failed_rows(cell, problem_set.batch, problem_set.rows, env, run_id, state, reason)
     write_bytes_atomic(run_dir / "logs" / f"{cell.cell_id}.log", lambda tmp: tmp.write_text(log))
     write_cell(rows, path)
     rows = read_cell(path)

@@ -1,0 +1,66 @@
+"""Issue 23, a typed hand-off between runner, cluster, cell and reference: a problem set is a
+``ProblemSet`` (no index-filled lists), ``CellResult`` lives on the parent's side, and a
+cell's reference answers are verified once per cell (plus once per problem set and worker,
+when they are first written to that worker's cache)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import problems
+import solvers
+from bench import cell as cell_module
+from bench import cluster, reference, runner
+from bench.grid import Cell
+from bench.problemsets import ProblemSet
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """How often reference rows are computed (each time verifies the reference's answers)."""
+    calls = []
+    real = reference.reference_rows
+
+    def counting(batch, solution, tol=reference.DEFAULT_TOLERANCES):
+        calls.append(len(batch))
+        return real(batch, solution, tol)
+
+    monkeypatch.setattr(reference, "reference_rows", counting)
+    return calls
+
+
+def test_a_cells_reference_is_verified_once(tmp_path, counted):
+    cell = Cell.of("planar-box", 8, 0, "highs", "float64", "cpu", 1)
+    batch = problems.generate(cell.family, cell.n, cell.seed)
+    answers = reference.solve_reference(batch)
+    cache = tmp_path / "cache"
+    cluster._cache_reference(batch, answers, cache)  # the first cell of the set on this worker writes it
+    assert counted == [8]
+    cluster._cache_reference(batch, answers, cache)  # the next cells of the set find it: no verification
+    assert counted == [8]
+    rows = cell_module.solve_cell(cell, {}, "once", cache_dir=cache)  # the cell's process: once
+    assert counted == [8, 8] and (rows["outcome"] == "correct").all()
+
+
+def test_a_problem_set_is_typed_and_its_digest_is_its_content(tmp_path):
+    batch = problems.generate("planar-box", 4, 0)
+    batch.save(tmp_path, "set")
+    loaded = ProblemSet.load(tmp_path, "set")
+    assert loaded.digest == batch.content_hash() and loaded.rows is None and loaded.answers is None
+    assert [f.name for f in dataclasses.fields(ProblemSet)] == ["batch", "digest", "rows", "answers"]
+    assert dataclasses.is_dataclass(runner.CellResult) and not hasattr(cell_module, "CellResult")
+
+
+def test_references_fill_each_problem_set_once(tmp_path):
+    if solvers.available().get("highs"):
+        pytest.skip(solvers.available()["highs"])
+    with cluster.embedded(workers=1) as client:
+        cells = [Cell.of("planar-box", 8, 0, s, "float64", "cpu", 1) for s in ("highs", "scipy-highs")]
+        batch = problems.generate(cells[0].family, 8, 0)
+        sets = {cells[0].problem_key: ProblemSet(batch, batch.content_hash())}
+        cluster.references(client, cells, sets, tmp_path / "cache")
+        entry = sets[cells[0].problem_key]
+        assert len(entry.rows) == 8 and (entry.rows["truth"].isin(["supported", "unsupported"])).all()
+        assert len(entry.answers.result()) == 8
