@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import shlex
 import sys
 import tempfile
@@ -30,42 +29,6 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
                   help="Benchmark LP/QP solvers on contact-stability (hold-test) problems.")
 # Wider than rich's 80-column default when output is not a terminal (CI logs, pipes).
 console = Console() if sys.stdout.isatty() else Console(width=200)
-
-#: run presets: scenes per cell, timed repeats, which kinds of each family (None = all),
-#: and the per-cell timeout in seconds. ``default`` is what ``make run`` runs: LP-1, QP and
-#: SOCP kinds of every family with every available adapter, under 5 minutes on 2 cores.
-def preset_family_specs(preset: str) -> list[str]:
-    """``family[kind=...]`` specs a preset runs: every family with each of its kinds the preset
-    includes (families that cannot generate here are skipped by the grid, with the reason)."""
-    kinds = PRESETS[preset]["kinds"]
-    return [f"{name}[kind={k}]" for name, fam in problems.families().items()
-            for k in fam.kinds if kinds is None or k in kinds]
-
-
-PRESETS = {
-    "quick": {"n": [32], "repeats": 2, "kinds": ("lp1", "lp", "qp", "socp"), "timeout": 120.0},
-    "default": {"n": [64], "repeats": 5, "kinds": ("lp1", "lp", "qp", "socp"), "timeout": 60.0},
-    "full": {"n": [256], "repeats": 5, "kinds": None, "timeout": 600.0},
-    "large": {"n": [256, 1024, 4096], "repeats": 10, "kinds": None, "timeout": 1800.0},
-    # batch-scaling curves: batched adapters 256 ... 65,536 scenes, loop adapters up to 4,096
-    "scaling": {"n": [256, 1024, 4096, 16384, 65536], "repeats": 5, "kinds": ("lp1", "qp"), "timeout": 300.0,
-                "loop_max_n": 4096},
-}
-
-
-def limit_loop_sizes(cells: list, skipped: list, loop_max_n: int | None) -> tuple[list, list]:
-    """``(cells, skipped)`` without the cells of loop (not batched) adapters above
-    ``loop_max_n`` scenes, which go to ``skipped`` with the reason (None: no limit)."""
-    if loop_max_n is None:
-        return cells, skipped
-    keep, skip = [], list(skipped)
-    for cell in cells:
-        if cell.n > loop_max_n and not solvers.adapter_class(cell.solver.name).CAPABILITIES.batched:
-            skip.append((f"{cell.family_label}/{cell.kind} {cell.solver} {cell.dtype} n={cell.n}",
-                         f"loop adapter: this preset stops loop adapters at {loop_max_n} scenes"))
-        else:
-            keep.append(cell)
-    return keep, skip
 
 
 def _fail(message: str) -> None:
@@ -150,38 +113,17 @@ def run(
     out: Path = typer.Option(Path("results/runs"), "--out", help="directory holding run directories"),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="name of the run directory; default: a UTC timestamp"),
     resume: bool = typer.Option(False, "--resume", help="continue the run named by --run-id (default: out/latest), skipping finished cells"),
-    preset: str = typer.Option("default", "--preset", help=f"one of {list(PRESETS)}"),
+    preset: str = typer.Option("default", "--preset", help=f"one of {list(grid.PRESETS)}"),
     workers: Optional[int] = typer.Option(None, "--workers", help="cells run at once on the embedded Dask LocalCluster (N single-threaded worker processes; with N > 1 the cells' timings share this machine's cores and memory bandwidth); default 1"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="address of an existing Dask scheduler, e.g. tcp://HOST:8786: the cells run on its workers, results are written here"),
     exclusive: bool = typer.Option(False, "--exclusive", help="with --scheduler or --workers: at most one timed cell per host at a time (publishable timings on shared nodes)"),
 ) -> None:
     """Run the grid families x solvers x dtypes x devices x sizes; one worker process per cell."""
     try:
-        if preset not in PRESETS:
-            _fail(f"--preset: expected one of {list(PRESETS)}, got {preset!r}")
-        conf = PRESETS[preset]
-        try:
-            sizes = [int(v) for v in _split(n)] or conf["n"]
-        except ValueError:
-            _fail(f"--n: expected integers, got {n!r}")
-        if not 0 <= seed <= problems.MAX_SEED:
-            _fail(f"--seed: expected an integer from 0 to {problems.MAX_SEED} (2**63 - 1), got {seed}")
-        if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
-            _fail(f"--timeout: expected a finite number of seconds > 0, got {timeout!r}")
-        if repeats is not None and repeats < 1:
-            _fail(f"--repeats: expected an integer >= 1, got {repeats}")
-        if any(size < 1 for size in sizes):
-            _fail(f"--n: expected integers >= 1, got {sizes}")
         check_run_id(run_id)
-        fam_specs = family or preset_family_specs(preset)
-        solver_specs = solver or [name for name, reason in solvers.available().items() if reason is None]
-        dtypes = _split(dtype) or list(grid.DTYPES)
-        if device not in ("auto", "cpu", "gpu"):
-            _fail(f"--device: expected auto, cpu or gpu, got {device!r}")
-        devices = (["cpu", "gpu"] if has_gpu() else ["cpu"]) if device == "auto" else [device]
-        cells, skipped = grid.expand(fam_specs, solver_specs, dtypes, devices, sizes, seed,
-                                     repeats if repeats is not None else conf["repeats"])
-        cells, skipped = limit_loop_sizes(cells, skipped, conf.get("loop_max_n"))
+        # every grid argument is checked once, where the grid is built (bench.grid.plan)
+        cells, skipped, preset_timeout = grid.plan(preset, family, solver, _split(n), _split(dtype), device, seed,
+                                                   repeats, timeout)
         if workers is not None and scheduler:
             _fail("--workers: not with --scheduler (the cluster's workers run the cells)")
         if workers is not None:
@@ -195,10 +137,10 @@ def run(
         if resume:
             cells, skipped, timeout = _resumed_grid(ctx, out, run_id, cells, timeout)
     except BenchError as exc:
-        _fail(str(exc))
+        _fail(_cli_names(str(exc)))
     if not cells:
         _fail("nothing to run: every combination was skipped: " + "; ".join(f"{a}: {b}" for a, b in skipped))
-    _execute(ctx, cells, skipped, out, run_id, resume, timeout if timeout is not None else conf["timeout"],
+    _execute(ctx, cells, skipped, out, run_id, resume, timeout if timeout is not None else preset_timeout,
              scheduler=scheduler, workers=workers, exclusive=exclusive)
 
 
@@ -587,7 +529,7 @@ def _check_confidence(confidence: float) -> None:
 def _cli_names(message: str) -> str:
     """A library error message with the CLI's option names (``max_uncertain`` -> ``--max-uncertain``)."""
     for name in ("max_false_accept", "max_uncertain", "max_wrong", "budget_us", "confidence", "family", "kind",
-                 "device"):
+                 "device", "preset", "n", "seed", "timeout", "repeats", "dtype"):
         if message.startswith(f"{name}:"):
             return "--" + name.replace("_", "-") + message[len(name):]
     return message

@@ -12,9 +12,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import math
+
+import problems
 import solvers
 from problems import FamilySpec
 from solvers import ProblemError, ProblemTraits, SolverSpec
+from solvers.timing import check_repeats
 
 DTYPES = ("float32", "float64")
 DEVICES = ("cpu", "gpu")
@@ -94,6 +98,112 @@ def parse_family(spec: str) -> tuple[str, dict[str, Any]]:
     return parsed.name, parsed.params
 
 
+#: run presets: scenes per cell, timed repeats, which kinds of each family (None = all),
+#: and the per-cell timeout in seconds. ``default`` is what ``make run`` runs: LP-1, QP and
+#: SOCP kinds of every family with every available adapter, under 5 minutes on 2 cores.
+#: The one definition: the CLI and asv's suites read it.
+PRESETS = {
+    "quick": {"n": [32], "repeats": 2, "kinds": ("lp1", "lp", "qp", "socp"), "timeout": 120.0},
+    "default": {"n": [64], "repeats": 5, "kinds": ("lp1", "lp", "qp", "socp"), "timeout": 60.0},
+    "full": {"n": [256], "repeats": 5, "kinds": None, "timeout": 600.0},
+    "large": {"n": [256, 1024, 4096], "repeats": 10, "kinds": None, "timeout": 1800.0},
+    # batch-scaling curves: batched adapters 256 ... 65,536 scenes, loop adapters up to 4,096
+    "scaling": {"n": [256, 1024, 4096, 16384, 65536], "repeats": 5, "kinds": ("lp1", "qp"), "timeout": 300.0,
+                "loop_max_n": 4096},
+}
+
+
+def preset(name: str) -> dict[str, Any]:
+    """The preset ``name`` (``PRESETS``); ``ProblemError`` naming ``preset`` otherwise."""
+    if name not in PRESETS:
+        raise ProblemError(f"preset: expected one of {list(PRESETS)}, got {name!r}")
+    return PRESETS[name]
+
+
+def preset_family_specs(name: str) -> list[str]:
+    """``family[kind=...]`` specs a preset runs: every family with each of its kinds the preset
+    includes (families that cannot generate here are skipped by the grid, with the reason)."""
+    kinds = preset(name)["kinds"]
+    return [f"{fam_name}[kind={k}]" for fam_name, fam in problems.families().items()
+            for k in fam.kinds if kinds is None or k in kinds]
+
+
+def sizes_of(values: list[str | int]) -> list[int]:
+    """Scenes per cell from ``--n`` values (integers, or comma-separated integers in text);
+    ``ProblemError`` naming ``n`` unless each is an integer >= 1."""
+    out = []
+    for value in values:
+        for part in (str(value).split(",") if isinstance(value, str) else [value]):
+            try:
+                size = int(str(part).strip())
+            except ValueError:
+                raise ProblemError(f"n: expected integers >= 1, got {value!r}") from None
+            if size < 1:
+                raise ProblemError(f"n: expected integers >= 1, got {size}")
+            out.append(size)
+    return out
+
+
+def devices_of(device: str) -> list[str]:
+    """The devices of ``--device``: ``cpu``, ``gpu``, or ``auto`` (cpu, plus gpu where JAX sees
+    one); ``ProblemError`` naming ``device`` otherwise."""
+    if device == "auto":
+        from .env import has_gpu
+
+        return ["cpu", "gpu"] if has_gpu() else ["cpu"]
+    if device not in DEVICES:
+        raise ProblemError(f"device: expected auto, cpu or gpu, got {device!r}")
+    return [device]
+
+
+def check_seed(seed: int) -> int:
+    """``seed`` when it is a generator seed (``problems.MAX_SEED``), else ``ProblemError``."""
+    if not (isinstance(seed, int) and 0 <= seed <= problems.MAX_SEED):
+        raise ProblemError(f"seed: expected an integer from 0 to {problems.MAX_SEED} (2**63 - 1), got {seed!r}")
+    return seed
+
+
+def check_timeout(timeout: float | None) -> float | None:
+    """``timeout`` (seconds per cell, or None: the preset's) when finite and > 0."""
+    if timeout is not None and not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+        raise ProblemError(f"timeout: expected a finite number of seconds > 0, got {timeout!r}")
+    return timeout
+
+
+def limit_loop_sizes(cells: list, skipped: list, loop_max_n: int | None) -> tuple[list, list]:
+    """``(cells, skipped)`` without the cells of loop (not batched) adapters above
+    ``loop_max_n`` scenes, which go to ``skipped`` with the reason (None: no limit)."""
+    if loop_max_n is None:
+        return cells, skipped
+    keep, skip = [], list(skipped)
+    for cell in cells:
+        if cell.n > loop_max_n and not solvers.adapter_class(cell.solver.name).CAPABILITIES.batched:
+            skip.append((f"{cell.family_label}/{cell.kind} {cell.solver} {cell.dtype} n={cell.n}",
+                         f"loop adapter: this preset stops loop adapters at {loop_max_n} scenes"))
+        else:
+            keep.append(cell)
+    return keep, skip
+
+
+def plan(preset_name: str, families: list[str] | None, solver_specs: list[str] | None, n: list[str] | None,
+         dtypes: list[str] | None, device: str, seed: int, repeats: int | None,
+         timeout: float | None) -> tuple[list["Cell"], list[tuple[str, str]], float]:
+    """The grid of a run, every argument checked here once: ``(cells, skipped, timeout)``
+    from a preset and the options that override it (None: the preset's; ``families`` None:
+    every family and kind of the preset; ``solver_specs`` None: every available adapter).
+    ``ProblemError`` naming the first bad argument."""
+    conf = preset(preset_name)
+    sizes = sizes_of(n) if n else conf["n"]
+    check_seed(seed)
+    check_timeout(timeout)
+    fams = families or preset_family_specs(preset_name)
+    specs = solver_specs or [name for name, reason in solvers.available().items() if reason is None]
+    cells, skipped = expand(fams, specs, dtypes or list(DTYPES), devices_of(device), sizes, seed,
+                            repeats if repeats is not None else conf["repeats"])
+    cells, skipped = limit_loop_sizes(cells, skipped, conf.get("loop_max_n"))
+    return cells, skipped, timeout if timeout is not None else conf["timeout"]
+
+
 def traits(family: FamilySpec, batch=None) -> ProblemTraits:
     """What ``Capabilities.accepts`` needs to know of a family spec's problems: the class and
     structure its kind gives, and, once the problem set is generated (``batch``, a
@@ -119,9 +229,8 @@ def expand(families: list[str | FamilySpec], solver_specs: list[str | SolverSpec
             raise ProblemError(f"device: expected one of {list(DEVICES)}, got {dev!r}")
     for n in sizes:
         if not isinstance(n, int) or n < 1:
-            raise ProblemError(f"n: expected positive integers, got {n!r}")
-    if repeats < 1:
-        raise ProblemError(f"repeats: expected an integer >= 1, got {repeats!r}")
+            raise ProblemError(f"n: expected integers >= 1, got {n!r}")
+    check_repeats(repeats)
     fams = [FamilySpec.parse(f) for f in families]
     avail = solvers.available()
     cells, skipped = [], []

@@ -19,7 +19,7 @@ from problems.kinds.checks import OUTCOMES
 from solvers.errors import ProblemError
 
 #: version written in every cell file's parquet metadata; bump when columns change meaning.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 #: parquet metadata key of the version.
 SCHEMA_KEY = b"contactbench_schema"
 
@@ -66,7 +66,9 @@ def upgrade(rows: pd.DataFrame, version: int, source: str = "rows") -> pd.DataFr
     ``end_to_end_ms_repeats`` (None: no timing interval can be given). Version 4 lacks
     ``case_hash`` ('': such rows name a case by family, parameters, size, seed and index,
     ``bench.results.case_ids``). Version 5 lacks ``generator_version`` (1: every family's
-    first sampler). A newer version raises
+    first sampler). Versions 5 and 6 hold ``case_hash`` fingerprints of the first
+    ``ProblemBatch.case_hashes``, which gave the exit LPs of ``+u`` and ``-u`` one
+    fingerprint: they are dropped ('', the legacy key). A newer version raises
     ``SchemaError`` naming ``source``."""
     if version > SCHEMA_VERSION:
         raise SchemaError(f"{source}: written with results schema {version}; this contactbench reads schema "
@@ -86,7 +88,7 @@ def upgrade(rows: pd.DataFrame, version: int, source: str = "rows") -> pd.DataFr
         for column in REPEAT_COLUMNS:
             if column not in rows:
                 rows[column] = None
-        if "case_hash" not in rows:
+        if "case_hash" not in rows or version < 7:  # (schema 5 and 6: the flawed first fingerprint)
             rows["case_hash"] = ""
         if "generator_version" not in rows:
             rows["generator_version"] = 1

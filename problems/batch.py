@@ -78,9 +78,12 @@ class ProblemBatch:
         its arrays' shapes and exact float64 bits, payload and shared cones included. Equal
         cases, equal fingerprints, whatever family parameter or seed made them: results name
         a case by it (``bench.intervals``), so that a case answered in several merged runs
-        counts once. Computed with array operations only (two independent multiply-add
-        lanes over the 64-bit words, then a 64-bit finaliser); a fingerprint, not a
-        cryptographic hash."""
+        counts once. Computed with array operations only: each 64-bit word is mixed with
+        its position (the splitmix64 finaliser: every input bit reaches every output bit),
+        then two independent multiply-add lanes over the mixed words and the finaliser
+        again; a fingerprint, not a cryptographic hash. (A sum of the raw words, the first
+        version, let differences in the top bit cancel in pairs: the exit LPs of ``+u`` and
+        ``-u``, which differ in signs only, shared one fingerprint.)"""
         B = len(self)
         named = [*zip(self._ARRAYS, self.arrays()), *((k, v) for k, v in self.extra().items()
                                                      if v is not None and k != "cones"),
@@ -95,15 +98,11 @@ class ProblemBatch:
         rng = np.random.default_rng(0x5EED)
         lanes = []
         with np.errstate(over="ignore"):
+            position = rng.integers(1, 2**63, size=data.shape[1], dtype=np.uint64)
+            mixed = _mix64(data ^ position)  # no longer linear in the words
             for lane in range(2):
                 weights = rng.integers(1, 2**63, size=data.shape[1], dtype=np.uint64) * np.uint64(2) + np.uint64(1)
-                h = (data * weights).sum(axis=1, dtype=np.uint64) + seed[lane]
-                h ^= h >> np.uint64(33)  # the splitmix64 / murmur3 finaliser
-                h *= np.uint64(0xFF51AFD7ED558CCD)
-                h ^= h >> np.uint64(33)
-                h *= np.uint64(0xC4CEB9FE1A85EC53)
-                h ^= h >> np.uint64(33)
-                lanes.append(h)
+                lanes.append(_mix64((mixed * weights).sum(axis=1, dtype=np.uint64) + seed[lane]))
         raw = np.stack(lanes, axis=1).astype(">u8").view(np.uint8).reshape(B, 16)
         digits = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
         text = np.stack([digits[raw >> 4], digits[raw & 15]], axis=2).reshape(B, 32)
@@ -155,3 +154,13 @@ class ProblemBatch:
             self.meta.iloc[index].reset_index(drop=True), self.params, pick(self.P), pick(self.lb),
             self.cones, pick(self.cone_mu), payload={k: pick(v) for k, v in self.payload.items()},
         )
+
+
+def _mix64(h: np.ndarray) -> np.ndarray:
+    """The splitmix64 / murmur3 64-bit finaliser, elementwise on uint64 (a new array)."""
+    with np.errstate(over="ignore"):
+        h = h ^ (h >> np.uint64(33))
+        h = h * np.uint64(0xFF51AFD7ED558CCD)
+        h = h ^ (h >> np.uint64(33))
+        h = h * np.uint64(0xC4CEB9FE1A85EC53)
+        return h ^ (h >> np.uint64(33))

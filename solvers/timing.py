@@ -74,12 +74,19 @@ def _end_to_end(adapter: Adapter, problem: StandardForm) -> tuple[BatchSolution,
     return solution, time.perf_counter() - t0, t2 - t1
 
 
+def check_repeats(repeats: int) -> int:
+    """``repeats`` (timed repeats of a cell) when an integer >= 1, else ``ProblemError``: the
+    one check, read by ``timed_solve`` and by the grid (``bench.grid``)."""
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ProblemError(f"repeats: expected an integer >= 1, got {repeats!r}")
+    return repeats
+
+
 def timed_solve(adapter: Adapter, problem: StandardForm, repeats: int) -> TimedSolve:
     """One warm-up end-to-end call, then ``repeats`` (>= 1) timed end-to-end calls of
     ``problem`` (batched, validated by ``check_standard_form``), each timed whole and in its
     ``run``; ``perf_counter`` seconds (see the module docstring)."""
-    if not isinstance(repeats, int) or repeats < 1:
-        raise ProblemError(f"repeats: expected an integer >= 1, got {repeats!r}")
+    check_repeats(repeats)
     solution, first, _run = _end_to_end(adapter, problem)
     times, whole = np.empty(repeats), np.empty(repeats)
     for i in range(repeats):

@@ -69,7 +69,7 @@ def test_profile_spec_is_shown_verbatim(tmp_path):
 
 def test_default_grid_crosses_every_available_adapter_with_every_family():
     from bench import grid
-    from bench.cli import PRESETS, preset_family_specs
+    from bench.grid import PRESETS, preset_family_specs
 
     import solvers
 
@@ -128,7 +128,7 @@ def test_every_command_help_shows_its_examples_intact():
 
 def test_the_scaling_preset_stops_loop_adapters_at_4096_scenes():
     from bench import grid
-    from bench.cli import PRESETS, limit_loop_sizes
+    from bench.grid import PRESETS, limit_loop_sizes
 
     conf = PRESETS["scaling"]
     assert conf["n"][0] == 256 and conf["n"][-1] == 65536 and conf["loop_max_n"] == 4096

@@ -78,7 +78,7 @@ def test_the_default_engine_gives_the_outcomes_of_the_cell_computed_in_process(t
     import pandas as pd
 
     from bench.cell import solve_cell
-    from bench.cli import preset_family_specs
+    from bench.grid import preset_family_specs
     from bench.env import host_environment
 
     cells, skipped = grid.expand(preset_family_specs("default"), ["highs", "clarabel"], ["float64"], ["cpu"],

@@ -7,6 +7,7 @@ that qualify, by time, which is another question; its counts are the same."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -116,3 +117,36 @@ def test_recommend_imports_no_presenter_and_the_rules_have_one_owner():
             if definition in text:
                 assert path.name == "results.py" or (definition == "def summarize(" and path.name == "report.py"), \
                     f"{definition} in {path.name}"
+
+
+def test_exit_lps_of_opposite_directions_are_distinct_cases():
+    """The first fingerprint summed raw 64-bit words, so two sign flips (the top bit) cancelled:
+    the exit LPs of +u and -u were one case, and exit rates counted half the cases."""
+    import problems
+
+    for family in ("planar-box", "cube-3d"):
+        batch = problems.generate(family, 16, 0, kind="exit")
+        assert len(set(batch.case_hashes())) == len(batch)
+
+
+@pytest.mark.parametrize("flips", [1, 2, 3])
+def test_sign_flips_change_the_fingerprint(flips):
+    import problems
+
+    batch = problems.generate("planar-box", 2, 0)
+    A = batch.A_eq.copy()
+    A[1] = A[0]
+    c = batch.c.copy()
+    c[1] = c[0]
+    b = batch.b_eq.copy()
+    b[1] = b[0]
+    flat = A[1].reshape(-1)
+    nonzero = np.flatnonzero(flat)[:flips]
+    flat[nonzero] = -flat[nonzero]  # the same case but for the signs of `flips` entries
+    twin = dataclasses.replace(batch, c=c, A_eq=A, b_eq=b, A_ub=np.repeat(batch.A_ub[:1], 2, axis=0),
+                               b_ub=np.repeat(batch.b_ub[:1], 2, axis=0),
+                               payload={k: np.repeat(v[:1], 2, axis=0) for k, v in batch.payload.items()})
+    first, second = twin.case_hashes()
+    assert first != second
+    twin.A_eq[1] = twin.A_eq[0]
+    assert len(set(twin.case_hashes())) == 1
