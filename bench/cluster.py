@@ -358,6 +358,18 @@ def start_topic(run_id: str) -> str:
     return f"contactbench-start-{run_id}"
 
 
+def dask_environment(config: dict | None = None) -> dict[str, str]:
+    """``DASK_CONFIG`` (or ``config``) as the environment variables Dask reads at start-up
+    (``distributed.scheduler.worker-saturation`` -> ``DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION``):
+    how a worker started elsewhere (a SLURM job, ``dask worker`` by hand) gets the same
+    settings as the embedded cluster."""
+    out = {}
+    for key, value in (DASK_CONFIG if config is None else config).items():
+        name = "DASK_" + "__".join(part.upper().replace("-", "_") for part in key.split("."))
+        out[name] = str(value)
+    return out
+
+
 # ------------------------------------------------------------------ HPC clusters
 def slurm_cluster(jobs: int, cores: int, memory: str, gpus: int = 0, walltime: str = "01:00:00",
                   queue: str | None = None, account: str | None = None, python: str | None = None,
@@ -374,8 +386,7 @@ def slurm_cluster(jobs: int, cores: int, memory: str, gpus: int = 0, walltime: s
         raise ProblemError(f"--jobs, --cores: expected >= 1 and --gpus >= 0, got {jobs}, {cores}, {gpus}")
     processes = gpus if gpus else cores
     prologue = [f"export {key}={value}" for key, value in sorted({
-        "DASK_DISTRIBUTED__WORKER__DAEMON": "False", "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1",
-        "CONTACTBENCH_CACHE": "${TMPDIR:-/tmp}/contactbench-cache", **(env or {})}.items())]
+        **dask_environment(), "CONTACTBENCH_CACHE": "${TMPDIR:-/tmp}/contactbench-cache", **(env or {})}.items())]
     extra_directives = [f"--gres=gpu:{gpus}"] if gpus else []
     worker_args = ["--nthreads", "1"] + (["--resources", "GPU=1"] if gpus else [])  # (the last --nthreads wins)
     import dask

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any, Callable
 
+from solvers import plugins
 from solvers.errors import ProblemError
 
 from .batch import ProblemBatch
@@ -232,26 +231,15 @@ def _families_of(obj: Any) -> list[Family]:
     return found
 
 
-def _load_source(label: str, loader: Callable[[], Any]) -> None:
-    try:
-        found = _families_of(loader())
-        for family in found:
-            register_family(family)
-    except BaseException as exc:  # noqa: BLE001 - a broken plug-in must not break any command
-        _BROKEN[label] = f"{type(exc).__name__}: {exc}"
-
-
 def _load() -> None:
     global _LOADED
     if _LOADED:
         return
     _LOADED = True
-    import importlib
-
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: not e.value.startswith("problems.")):
-        _load_source(ep.name, ep.load)
-    for mod in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
-        _load_source(mod, lambda m=mod: importlib.import_module(m))
+    # the built-in families (this package's entry points) first: a plug-in cannot take their names
+    found = plugins.sources(group=ENTRY_POINT_GROUP, env=PLUGINS_ENV,
+                            group_order=lambda ep: not ep.value.startswith("problems."))
+    plugins.load(found, _families_of, register_family, _BROKEN)
 
 
 def families() -> dict[str, Family]:

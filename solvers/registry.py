@@ -13,12 +13,9 @@ A module that fails to import is not a crash: ``available()`` reports the error.
 
 from __future__ import annotations
 
-import importlib
-import os
-import pkgutil
-from importlib.metadata import entry_points
 from typing import Any
 
+from . import plugins
 from .base import Adapter
 from .errors import ProblemError, SolverNotAvailable
 
@@ -57,20 +54,8 @@ def _adapters_of(obj: Any) -> list[type[Adapter]]:
     return list(found)
 
 
-def _load_source(label: str, loader) -> None:
-    """Import one source and register its adapters. Whatever it raises at import, even
-    ``SystemExit`` or ``KeyboardInterrupt`` from a plug-in's top level, marks it as failed to
-    load with the reason; so does a class whose name is taken (the others still register)."""
-    try:
-        found = _adapters_of(loader())
-    except BaseException as exc:  # noqa: BLE001 - a broken plug-in must not break any command
-        _BROKEN[label] = f"{type(exc).__name__}: {exc}"
-        return
-    for cls in found:
-        try:
-            register(cls)
-        except ProblemError as exc:
-            _BROKEN[f"{label}:{cls.NAME}" if cls.NAME != label else f"{label} (plug-in)"] = str(exc)
+def _label_of(label: str, cls: type[Adapter]) -> str:
+    return f"{label}:{cls.NAME}" if cls.NAME != label else f"{label} (plug-in)"
 
 
 def _load() -> None:
@@ -78,15 +63,9 @@ def _load() -> None:
     if _LOADED:
         return
     _LOADED = True
-    package_dir = os.path.dirname(__file__)
-    for info in pkgutil.iter_modules([package_dir]):
-        if info.name.endswith("_") and not info.name.startswith("_"):
-            _load_source(info.name[:-1],
-                         lambda n=info.name: importlib.import_module(f"{__package__}.{n}"))
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        _load_source(ep.name, ep.load)
-    for mod in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
-        _load_source(mod, lambda m=mod: importlib.import_module(m))
+    found = plugins.sources(__package__, lambda name: name[:-1] if name.endswith("_") and not name.startswith("_")
+                            else None, ENTRY_POINT_GROUP, PLUGINS_ENV)
+    plugins.load(found, _adapters_of, register, _BROKEN, _label_of)
 
 
 def refresh() -> None:

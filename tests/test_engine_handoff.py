@@ -64,3 +64,24 @@ def test_references_fill_each_problem_set_once(tmp_path):
         entry = sets[cells[0].problem_key]
         assert len(entry.rows) == 8 and (entry.rows["truth"].isin(["supported", "unsupported"])).all()
         assert len(entry.answers.result()) == 8
+
+
+def test_dask_settings_are_defined_once_for_every_kind_of_cluster():
+    """``DASK_CONFIG`` is the embedded cluster's setting and, as ``dask_environment``, what a
+    SLURM job exports: a worker started there reads back every key, worker-saturation too."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, **cluster.dask_environment()}
+    keys = sorted(cluster.DASK_CONFIG)
+    script = ("import dask, distributed, json, sys; "
+              f"print(json.dumps({{k: dask.config.get(k) for k in {keys!r}}}))")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {k: cluster.DASK_CONFIG[k] for k in keys}
+    pytest.importorskip("dask_jobqueue")
+    job = cluster.slurm_cluster(jobs=1, cores=2, memory="4GB").job_script()
+    for name, value in cluster.dask_environment().items():
+        assert f"export {name}={value}" in job

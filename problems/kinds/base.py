@@ -22,13 +22,13 @@ from __future__ import annotations
 import functools
 import importlib
 import json
-import pkgutil
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
+from solvers import plugins
 from solvers.errors import ProblemError
 
 from .checks import DEFAULT_TOLERANCES, Tolerances
@@ -223,12 +223,9 @@ def _load() -> None:
         return
     _LOADED = True
     package = __name__.rsplit(".", 1)[0]
-    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
-        if info.name.startswith("_") or info.name in ("base", "checks"):
-            continue
-        module = importlib.import_module(f"{package}.{info.name}")
-        if isinstance(getattr(module, "KIND", None), Kind):
-            register_kind(module.KIND)
+    found = plugins.sources(package, lambda name: None if name.startswith("_") or name in ("base", "checks") else name)
+    plugins.load(found, lambda module: [module.KIND] if isinstance(getattr(module, "KIND", None), Kind) else [],
+                 register_kind)  # built-in: an error here is a bug, raised
 
 
 def kinds() -> dict[str, Kind]:
