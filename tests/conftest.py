@@ -75,3 +75,13 @@ try:
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 except ImportError:  # pragma: no cover - hypothesis is in the test extra
     pass
+
+
+def pytest_runtest_setup(item):
+    """``@pytest.mark.needs("osqp", ...)``: skip with the reason where an adapter is missing
+    (its extra not installed), instead of failing."""
+    for mark in item.iter_markers(name="needs"):
+        missing = {name: solvers.available().get(name, "not registered") for name in mark.args}
+        missing = {name: why for name, why in missing.items() if why}
+        if missing:
+            pytest.skip("needs " + "; ".join(f"{name}: {why}" for name, why in missing.items()))

@@ -6,6 +6,7 @@ import pytest
 import solvers
 
 
+@pytest.mark.needs("linrax")
 def test_linrax_dtype_is_honoured_within_one_process():
     """float32 and float64 solves in one process compute in their own precision."""
     problem = ([1.0], [[3.0]], [1.0], np.zeros((0, 1)), np.zeros(0))  # x = 1/3
