@@ -421,7 +421,8 @@ def test_14_readme_python_blocks_run_as_scripts(tmp_path, index):
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "Traceback" not in res.stderr
     if "run_cells" in script.read_text():
-        assert "['done', 'done'" in res.stdout and (tmp_path / "results" / "runs" / "two").is_dir()
+        runs = re.findall(r'Path\("(results/runs/[^"]+)"\)', script.read_text())
+        assert runs and "['done', 'done'" in res.stdout and all((tmp_path / run).is_dir() for run in runs)
 
 
 # ------------------------------------------------------------------ a worker started the standard way
