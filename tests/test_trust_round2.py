@@ -152,6 +152,7 @@ def test_03_files_cases_count_once_across_seeds(tmp_path):
 import contextlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
