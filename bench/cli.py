@@ -1,4 +1,4 @@
-"""The ``contactbench`` command line: ``list``, ``run``, ``report``, ``recommend``, ``publish``, ``ablate``,
+"""The ``contactbench`` command line: ``list``, ``run``, ``report``, ``recommend``, ``compare``, ``publish``, ``ablate``,
 ``check-adapter`` and ``cluster``."""
 
 from __future__ import annotations
@@ -516,6 +516,56 @@ def recommend_cmd(
     raise typer.Exit(0 if len(result.qualifying) else 1)
 
 
+@app.command("compare")
+def compare_cmd(
+    base: Path = typer.Argument(..., help="the BASE run directory (e.g. last release's run)"),
+    new: Path = typer.Argument(..., help="the NEW run directory"),
+    family: Optional[str] = typer.Option(None, "--family", help="only this family (name or label)"),
+    kind: Optional[str] = typer.Option(None, "--kind", help="only this problem kind (lp1, lp, qp, socp, ...)"),
+    threshold: float = typer.Option(1.1, "--threshold", help="time ratio beyond which slower / faster is called"),
+    confidence: float = typer.Option(0.95, "--confidence", help="confidence level of the intervals"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON instead of tables"),
+) -> None:
+    """Did NEW get slower, less correct or less safe than BASE, and is the difference real?
+    Per configuration in both runs: the end-to-end time ratio with its bootstrap interval and
+    the change of each outcome rate with its interval; a verdict only where the intervals say
+    so. Exit 0: nothing got worse; 1: something did; 2: bad input.
+
+    Example: contactbench compare results/runs/highs-1.12 results/runs/highs-1.16 --threshold 1.2
+    """
+    import json
+
+    from . import compare
+
+    try:
+        result = compare.compare([base], [new], threshold, confidence, family, kind)
+    except BenchError as exc:
+        _fail(_cli_names(str(exc)))
+    if as_json:
+        print(json.dumps(result.to_json(), indent=2, default=str))
+        raise typer.Exit(1 if result.worse else 0)
+    for note in result.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}")
+    rows = compare.text_rows(result)
+    table = Table(title=f"NEW {escape(str(new))} against BASE {escape(str(base))} ({100 * result.confidence:g} % "
+                        f"intervals; slower / faster beyond x{result.threshold:g})")
+    for col in rows.columns:
+        table.add_column(col, overflow="fold")
+    colours = {"same": "dim"}
+    for _, r in rows.iterrows():
+        style = "red" if any(w in r["verdict"] for w in compare.WORSE) else colours.get(r["verdict"], "green")
+        table.add_row(*[escape(str(v)) for v in r], style=style)
+    console.print(table)
+    for label, only in (("only in BASE", result.only_base), ("only in NEW", result.only_new)):
+        if len(only):
+            console.print(f"{label} ({len(only)}): " + "; ".join(
+                escape(f"{r.solver_spec} {r.dtype} {r.device} {r.family_label}/{r.kind} n={r.n_scenes}")
+                for r in only.itertuples()))
+    worse = int(result.table["worse"].sum()) if len(result.table) else 0
+    console.print(f"{len(result.table)} configurations compared, {worse} worse")
+    raise typer.Exit(1 if result.worse else 0)
+
+
 def _check_confidence(confidence: float) -> None:
     """Exit 2 naming ``--confidence`` unless it is in (0, 1) (``bench.stats.check_confidence``)."""
     from .stats import check_confidence
@@ -529,7 +579,7 @@ def _check_confidence(confidence: float) -> None:
 def _cli_names(message: str) -> str:
     """A library error message with the CLI's option names (``max_uncertain`` -> ``--max-uncertain``)."""
     for name in ("max_false_accept", "max_uncertain", "max_wrong", "budget_us", "confidence", "family", "kind",
-                 "device", "preset", "n", "seed", "timeout", "repeats", "dtype"):
+                 "device", "preset", "n", "seed", "timeout", "repeats", "dtype", "threshold"):
         if message.startswith(f"{name}:"):
             return "--" + name.replace("_", "-") + message[len(name):]
     return message

@@ -96,6 +96,23 @@ class SleepyHighs(HighsAdapter):
         return super().run(prepared)
 
 
+class DegradedHighs(HighsAdapter):
+    """HiGHS whose answers are lost (NaN) when ``$FAKE_DEGRADE`` is 1: the same solver spec
+    answering wrongly in a later run (``contactbench compare`` must call it less correct)."""
+
+    NAME = "fake-degraded"
+
+    def collect(self, raw, prepared):
+        solution = super().collect(raw, prepared)
+        if os.environ.get("FAKE_DEGRADE") != "1":
+            return solution
+        from dataclasses import replace
+
+        return replace(solution, x=np.full_like(solution.x, np.nan), y_eq=np.full_like(solution.y_eq, np.nan),
+                       y_ub=np.full_like(solution.y_ub, np.nan), objective=np.full_like(solution.objective, np.nan),
+                       status=np.full(len(solution), Status.ERROR, dtype=np.int8))
+
+
 def _answer(prepared, status, x, y_eq, y_ub) -> BatchSolution:
     b = prepared.batch
     return BatchSolution(
@@ -213,4 +230,4 @@ class PretendGpuHighs(HighsAdapter):
 
 ADAPTERS = [HangingAdapter, CrashingAdapter, RaisingAdapter, OverconfidentAdapter, SleepyHighs,
             InfeasibleClaimAdapter, RandomAnswerAdapter, NanOptimalAdapter, PretendGpuHighs, AbsentAdapter,
-            MutatingAdapter]
+            MutatingAdapter, DegradedHighs]

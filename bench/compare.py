@@ -1,0 +1,196 @@
+"""``contactbench compare BASE NEW``: did it get slower, less correct or less safe, and is
+the difference real?
+
+For every configuration present in both runs (solver spec, dtype, device, family, kind and
+batch size): the ratio of the median end-to-end times per case, NEW over BASE, with its
+percentile-bootstrap interval over the timed repeats (``bench.stats.ratio_interval``), and
+per outcome the change of its rate (NEW minus BASE, distinct cases, ``bench.results``)
+with a conservative interval (the difference of the two Clopper-Pearson intervals). The
+verdicts of a row:
+
+* ``slower`` / ``faster`` only when the time-ratio interval lies wholly beyond the threshold
+  (above ``threshold``, below ``1 / threshold``);
+* ``less correct`` / ``more correct`` only when the correct-rate intervals separate;
+* ``less safe`` / ``safer`` only when the false-accept-rate intervals separate;
+* else ``same``.
+
+``worse`` is any of slower, less correct, less safe. Configurations present in one run only
+are listed apart. ``notes`` says where the runs differ in what may explain a difference:
+the machine (host, CPU), the engine layout (workers, cells at once, exclusive), package
+versions, XLA and allocator settings.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from solvers.errors import ProblemError
+
+from . import intervals, results, stats
+from .rundir import read_manifest
+
+#: what names a configuration across two runs
+KEYS = ["solver_spec", "dtype", "device", "family_label", "kind", "n_scenes"]
+#: verdicts that count as a regression (exit 1)
+WORSE = ("slower", "less correct", "less safe")
+#: env columns whose difference between the runs is noted
+NOTED_ENV = ("env_host", "env_cpu", "env_python", "env_numpy", "env_scipy", "env_highspy", "env_jax", "env_jaxlib",
+             "env_linrax", "env_xla_flags", "env_malloc", "env_jax_matmul_precision")
+#: engine fields (run.json) whose difference is noted
+NOTED_ENGINE = ("kind", "workers", "cells_at_once", "exclusive", "hosts", "embedded", "timings_share_a_host")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``table``: one row per configuration in both runs (see the module docstring);
+    ``only_base`` / ``only_new``: the configurations of one run only; ``notes``: where the
+    runs differ beyond their results; ``threshold`` and ``confidence`` as asked."""
+
+    table: pd.DataFrame
+    only_base: pd.DataFrame
+    only_new: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+    threshold: float = 1.1
+    confidence: float = 0.95
+
+    @property
+    def worse(self) -> bool:
+        """True when some configuration got slower, less correct or less safe."""
+        return bool(self.table["worse"].any()) if len(self.table) else False
+
+    def to_json(self) -> dict:
+        """A JSON-ready dict of the whole comparison (NaN as None)."""
+        def records(df: pd.DataFrame) -> list[dict]:
+            out = []
+            for rec in df.to_dict("records"):
+                out.append({k: (None if isinstance(v, float) and not math.isfinite(v) else
+                                v.item() if isinstance(v, np.generic) else v) for k, v in rec.items()})
+            return out
+        return {"threshold": self.threshold, "confidence": self.confidence, "worse": self.worse,
+                "notes": self.notes, "configurations": records(self.table),
+                "only_base": records(self.only_base), "only_new": records(self.only_new)}
+
+
+def check_threshold(threshold: float) -> float:
+    """``threshold`` (a time ratio > 1) or ``ProblemError`` naming it."""
+    if not (isinstance(threshold, (int, float)) and math.isfinite(threshold) and threshold > 1):
+        raise ProblemError(f"threshold: expected a time ratio > 1 (e.g. 1.1), got {threshold!r}")
+    return float(threshold)
+
+
+def _select(rows: pd.DataFrame, family: str | None, kind: str | None, which: str) -> pd.DataFrame:
+    if family is not None:
+        rows = rows[(rows["family"].astype(str) == family) | (rows["family_label"].astype(str) == family)]
+    if kind is not None:
+        rows = rows[rows["kind"].astype(str) == kind]
+    if rows.empty:
+        raise ProblemError(f"{which}: no results of --family {family} --kind {kind}")
+    return rows
+
+
+def _rates(rows: pd.DataFrame, confidence: float) -> pd.DataFrame:
+    counts = results.case_counts(rows, KEYS)
+    return intervals.add_rates(counts, ["correct", "false_accept", "uncertain", "failed"], confidence)
+
+
+def compare(base_dirs: list[Path | str], new_dirs: list[Path | str], threshold: float = 1.1,
+            confidence: float = 0.95, family: str | None = None, kind: str | None = None) -> Comparison:
+    """Compare the runs ``new_dirs`` with ``base_dirs`` (see the module docstring).
+    ``ProblemError`` for a bad threshold or confidence, or runs without readable results."""
+    threshold = check_threshold(threshold)
+    confidence = intervals.check_confidence(confidence)
+    base = _select(results.load(base_dirs), family, kind, "BASE")
+    new = _select(results.load(new_dirs), family, kind, "NEW")
+    rates_base, rates_new = _rates(base, confidence), _rates(new, confidence)
+    both = rates_base.merge(rates_new, on=KEYS, suffixes=("_base", "_new"))
+    times_base, times_new = intervals.time_samples(base, KEYS), intervals.time_samples(new, KEYS)
+    records = []
+    for _, r in both.iterrows():
+        key = tuple(r[k] for k in KEYS)
+        a, b = times_new.get(key, np.empty(0)), times_base.get(key, np.empty(0))
+        ratio, low, high = stats.ratio_interval(a, b, confidence) if len(a) and len(b) else (np.nan,) * 3
+        rec = {k: r[k] for k in KEYS}
+        rec.update(cases_base=int(r["cases_base"]), cases_new=int(r["cases_new"]),
+                   base_us=float(np.median(b)) if len(b) else np.nan, new_us=float(np.median(a)) if len(a) else np.nan,
+                   time_ratio=ratio, ratio_low=low, ratio_high=high)
+        for o in ("correct", "false_accept", "uncertain", "failed"):
+            rec[f"{o}_change"] = r[f"{o}_rate_new"] - r[f"{o}_rate_base"]
+            rec[f"{o}_change_low"] = r[f"{o}_low_new"] - r[f"{o}_high_base"]
+            rec[f"{o}_change_high"] = r[f"{o}_high_new"] - r[f"{o}_low_base"]
+        verdicts = []
+        if np.isfinite(low) and low > threshold:
+            verdicts.append("slower")
+        elif np.isfinite(high) and high < 1 / threshold:
+            verdicts.append("faster")
+        if r["correct_high_new"] < r["correct_low_base"]:
+            verdicts.append("less correct")
+        elif r["correct_low_new"] > r["correct_high_base"]:
+            verdicts.append("more correct")
+        if r["false_accept_low_new"] > r["false_accept_high_base"]:
+            verdicts.append("less safe")
+        elif r["false_accept_high_new"] < r["false_accept_low_base"]:
+            verdicts.append("safer")
+        rec["verdict"] = ", ".join(verdicts) or "same"
+        rec["worse"] = any(v in WORSE for v in verdicts)
+        records.append(rec)
+    table = pd.DataFrame(records, columns=None if records else KEYS + ["verdict", "worse"])
+    if len(table):
+        table = table.sort_values(["worse", "family_label", "kind", "n_scenes", "solver_spec"],
+                                  ascending=[False, True, True, True, True]).reset_index(drop=True)
+    keys_base = rates_base[KEYS].drop_duplicates()
+    keys_new = rates_new[KEYS].drop_duplicates()
+    only_base = keys_base.merge(keys_new, on=KEYS, how="left", indicator=True)
+    only_new = keys_new.merge(keys_base, on=KEYS, how="left", indicator=True)
+    only_base = only_base[only_base["_merge"] == "left_only"].drop(columns="_merge").reset_index(drop=True)
+    only_new = only_new[only_new["_merge"] == "left_only"].drop(columns="_merge").reset_index(drop=True)
+    notes = _notes(base, new, base_dirs, new_dirs)
+    return Comparison(table, only_base, only_new, notes, threshold, confidence)
+
+
+def _values(rows: pd.DataFrame, column: str) -> list[str]:
+    return sorted(map(str, rows[column].dropna().unique())) if column in rows else []
+
+
+def _notes(base: pd.DataFrame, new: pd.DataFrame, base_dirs, new_dirs) -> list[str]:
+    """Where the runs differ in what may explain a difference in their results."""
+    notes = []
+    for column in NOTED_ENV:
+        a, b = _values(base, column), _values(new, column)
+        if a != b:
+            what = {"env_host": "different machines", "env_cpu": "different CPUs"}.get(column, column.removeprefix("env_"))
+            notes.append(f"{what}: BASE {', '.join(a) or '-'}; NEW {', '.join(b) or '-'}")
+    engines = [[read_manifest(d).get("engine", {}) for d in dirs] for dirs in (base_dirs, new_dirs)]
+    for name in NOTED_ENGINE:
+        a = sorted({str(e.get(name)) for e in engines[0] if name in e})
+        b = sorted({str(e.get(name)) for e in engines[1] if name in e})
+        if a and b and a != b:
+            notes.append(f"engine layout differs, {name}: BASE {', '.join(a)}; NEW {', '.join(b)}")
+    return notes
+
+
+def text_rows(comparison: Comparison) -> pd.DataFrame:
+    """The comparison as short display columns: one line per configuration."""
+    t = comparison.table
+    if t.empty:
+        return pd.DataFrame(columns=["verdict", "configuration", "family", "scenes", "time NEW/BASE", "correct",
+                                     "false accept"])
+
+    def change(row, outcome: str) -> str:
+        d, lo, hi = row[f"{outcome}_change"], row[f"{outcome}_change_low"], row[f"{outcome}_change_high"]
+        return f"{d:+.3g} [{lo:+.2g}, {hi:+.2g}]" if np.isfinite(d) else ""
+
+    return pd.DataFrame({
+        "verdict": t["verdict"],
+        "configuration": t["solver_spec"].astype(str) + " " + t["dtype"].astype(str) + " " + t["device"].astype(str),
+        "family": t["family_label"].astype(str) + "/" + t["kind"].astype(str),
+        "scenes": t["n_scenes"].astype(int),
+        "time NEW/BASE": [f"{r:.3g} [{lo:.3g}, {hi:.3g}]" if np.isfinite(lo) else (f"{r:.3g}" if np.isfinite(r) else "")
+                          for r, lo, hi in zip(t["time_ratio"], t["ratio_low"], t["ratio_high"])],
+        "correct": [change(r, "correct") for _, r in t.iterrows()],
+        "false accept": [change(r, "false_accept") for _, r in t.iterrows()],
+    })

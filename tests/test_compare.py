@@ -1,0 +1,111 @@
+"""Issue 25, ``contactbench compare BASE NEW`` on real runs: the same grid run twice is
+``same`` everywhere; an adapter made slow in the NEW run (a fake that sleeps) is ``slower``
+and nothing else is; one that answers wrongly is ``less correct``; exit codes suit CI (0
+nothing worse, 1 something worse, 2 bad input); the runs' differences are noted.
+
+Timings depend on the machine's load, so the tests are ``serial`` and use a threshold of 3:
+a 0.3 s sleep per batch of 16 scenes is a ratio of hundreds, two unchanged runs differ far
+less than 3x."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import solvers
+
+TESTS = Path(__file__).resolve().parent
+PLUGINS = {"CONTACTBENCH_PLUGINS": "fake_adapters", "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+
+pytestmark = pytest.mark.serial
+
+
+def cb(*args, cwd, env=None):
+    return subprocess.run([sys.executable, "-m", "bench.cli", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=600, env={**os.environ, **PLUGINS, **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    if solvers.available().get("highs"):
+        pytest.skip(solvers.available()["highs"])
+    root = tmp_path_factory.mktemp("compare")
+    out = {}
+    for name, env in (("a", {}), ("b", {}), ("c", {"FAKE_SLEEP_S": "0.3", "FAKE_DEGRADE": "1"})):
+        proc = cb("run", "-f", "planar-box", "-s", "highs", "-s", "fake-sleepy", "-s", "fake-degraded", "--n", "16",
+                  "--repeats", "5", "--out", root / "runs", "--run-id", name, cwd=root,
+                  env={"CONTACTBENCH_CACHE": str(root / "cache"), **env})
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        out[name] = root / "runs" / name
+    return root, out
+
+
+def verdicts(result: dict) -> dict[str, str]:
+    return {r["solver_spec"]: r["verdict"] for r in result["configurations"]}
+
+
+def test_the_same_grid_twice_is_the_same_everywhere(runs):
+    root, out = runs
+    proc = cb("compare", out["a"], out["b"], "--threshold", "3", "--json", cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(proc.stdout)
+    assert verdicts(result) == {"highs": "same", "fake-sleepy": "same", "fake-degraded": "same"}
+    assert not result["worse"] and result["only_base"] == [] and result["only_new"] == []
+    for r in result["configurations"]:
+        assert r["cases_base"] == r["cases_new"] == 16
+        assert r["ratio_low"] <= r["time_ratio"] <= r["ratio_high"]
+
+
+def test_a_slow_adapter_is_slower_and_a_wrong_one_less_correct_the_others_same(runs):
+    root, out = runs
+    proc = cb("compare", out["a"], out["c"], "--threshold", "3", "--json", cwd=root)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    result = json.loads(proc.stdout)
+    got = verdicts(result)
+    assert got["highs"] == "same"
+    assert got["fake-sleepy"] == "slower"
+    assert "less correct" in got["fake-degraded"] and "slower" not in got["fake-degraded"]
+    row = next(r for r in result["configurations"] if r["solver_spec"] == "fake-degraded")
+    assert row["correct_change"] == -1.0 and row["correct_change_high"] < 0
+    sleepy = next(r for r in result["configurations"] if r["solver_spec"] == "fake-sleepy")
+    assert sleepy["ratio_low"] > 3
+    text = cb("compare", out["a"], out["c"], "--threshold", "3", cwd=root)  # the table, same exit code
+    assert text.returncode == 1 and "slower" in text.stdout and "less correct" in text.stdout
+
+
+def test_configurations_of_one_run_are_listed_apart_and_bad_input_exits_2(runs, tmp_path):
+    root, out = runs
+    proc = cb("compare", out["a"], out["b"], "--threshold", "3", "--family", "planar-box", "--kind", "lp1", "--json",
+              cwd=root)
+    assert proc.returncode == 0
+    for args, words in ((["--threshold", "0.9"], "--threshold: expected a time ratio > 1"),
+                        (["--confidence", "1.5"], "--confidence"),
+                        (["--kind", "qp"], "no results")):
+        bad = cb("compare", out["a"], out["b"], *args, cwd=root)
+        assert bad.returncode == 2 and words in bad.stdout + bad.stderr, (args, bad.stdout + bad.stderr)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    bad = cb("compare", empty, out["b"], cwd=root)
+    assert bad.returncode == 2
+    # a copy of b on another machine, without its fake-degraded cell
+    import shutil
+
+    from bench.rundir import read_cell, write_cell
+
+    other = tmp_path / "other"
+    shutil.copytree(out["b"], other)
+    for path in other.glob("*.parquet"):
+        if "fake-degraded" in path.name:
+            path.unlink()
+            path.with_suffix(".json").unlink(missing_ok=True)
+            continue
+        rows = read_cell(path)
+        write_cell(rows.assign(env_host="elsewhere"), path)
+    result = json.loads(cb("compare", out["a"], other, "--threshold", "3", "--json", cwd=root).stdout)
+    assert [r["solver_spec"] for r in result["only_base"]] == ["fake-degraded"] and result["only_new"] == []
+    assert any(note.startswith("different machines: BASE ") and "NEW elsewhere" in note for note in result["notes"])
