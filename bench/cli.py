@@ -462,13 +462,19 @@ def publish_cmd(
     run_dirs: list[Path] = typer.Argument(..., help="run directories to show together (any machines and devices)"),
     out: Path = typer.Option(Path("results/site"), "--out", help="the site's directory (replaced)"),
     confidence: float = typer.Option(0.95, "--confidence", help="confidence level of every interval on the site"),
+    compare_with: Optional[Path] = typer.Option(None, "--compare", help="a BASE run: add compare.html, these runs "
+                                                                        "against it (contactbench compare)"),
 ) -> None:
-    """Build the static comparison dashboard (opens from file://, offline) from one or more runs."""
+    """Build the static comparison dashboard (opens from file://, offline) from one or more runs.
+
+    Example: contactbench publish results/runs/latest --compare results/runs/last-release --out results/site
+    """
     from . import publish
 
     _check_confidence(confidence)
     try:
-        site = publish.publish(run_dirs, out, confidence=confidence)
+        site = publish.publish(run_dirs, out, confidence=confidence,
+                               compare_with=[compare_with] if compare_with is not None else None)
     except BenchError as exc:
         _fail(str(exc))
     except OSError as exc:  # read-only, full: the previous site (if any) is left as it was

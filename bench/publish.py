@@ -379,9 +379,12 @@ def _environment():
                        autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
 
 
-def publish(run_dirs: list[Path | str], out: Path | str, confidence: float = intervals.DEFAULT_CONFIDENCE) -> Site:
+def publish(run_dirs: list[Path | str], out: Path | str, confidence: float = intervals.DEFAULT_CONFIDENCE,
+            compare_with: list[Path | str] | None = None) -> Site:
     """Build the dashboard of ``run_dirs`` (each a ``contactbench run`` directory) under ``out``;
-    every interval (rates, times, ratios, the recommendation box) at ``confidence``.
+    every interval (rates, times, ratios, the recommendation box) at ``confidence``. With
+    ``compare_with`` (base run directories) it adds ``compare.html``: ``bench.compare`` of
+    ``run_dirs`` against them.
 
     Raises ``ProblemError`` when no run directory holds readable results, or when ``out``
     may not be replaced (it holds files contactbench did not write, or overlaps a run
@@ -392,8 +395,14 @@ def publish(run_dirs: list[Path | str], out: Path | str, confidence: float = int
     confidence = intervals.check_confidence(confidence)
     run_dirs = [Path(d) for d in run_dirs]
     rows = results.load(run_dirs)
+    versus = None
+    if compare_with:
+        from . import compare
+
+        versus = (compare_with, compare.compare(compare_with, run_dirs, confidence=confidence))
     out = Path(out)
-    return replace_output_dir(out, lambda tmp: _build_site(rows, run_dirs, tmp, out, confidence), run_dirs)
+    return replace_output_dir(out, lambda tmp: _build_site(rows, run_dirs, tmp, out, confidence, versus),
+                              [*run_dirs, *(Path(d) for d in compare_with or [])])
 
 
 
@@ -403,7 +412,7 @@ def _interval_texts(table: pd.DataFrame) -> list[str]:
 
 
 def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path,
-                confidence: float = intervals.DEFAULT_CONFIDENCE) -> Site:
+                confidence: float = intervals.DEFAULT_CONFIDENCE, versus=None) -> Site:
     """Write the site's files into ``out`` (a temporary folder); paths in the returned
     ``Site`` point to ``final``, where ``publish`` moves the folder."""
     import plotly
@@ -418,6 +427,8 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
     families, pages = [], {}
     page_of = page_names(sorted(map(str, rows["family_label"].unique())))
     common["families_nav"] = [{"name": label, "page": page} for label, page in page_of.items()]
+    if versus is not None:
+        common["families_nav"].append({"name": "compare", "page": "compare.html"})
     for family, frows in rows.groupby("family_label", sort=True):
         table = ranked(family_table(frows, confidence))
         table["rank"] = [results.rank_text(r, t) for r, t in zip(table["rank"], table["tied"])]
@@ -470,6 +481,8 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
             advice=recommendation_box(frows, confidence), rates=_records(rates), rate_columns=list(rates.columns))
         (out / slug).write_text(page, encoding="utf-8")
         pages[str(family)] = final / slug
+    if versus is not None:
+        _write_compare_page(out, env, common, *versus)
     index = env.get_template("index.html.j2").render(**common, families=families,
                                                      n_configs=int(rows["config"].nunique()))
     (out / "index.html").write_text(index, encoding="utf-8")
@@ -477,6 +490,24 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
                                                "runs": [r["run_id"] for r in provenance]}, indent=2))
     return Site(out=final, index=final / "index.html", family_pages=pages,
                 configurations=int(rows["config"].nunique()), runs=len(provenance))
+
+
+def _write_compare_page(out: Path, env, common: dict, base_dirs, comparison) -> None:
+    """``compare.html``: the comparison's table (``bench.compare.text_rows``), notes and the
+    configurations of one side only."""
+    from .compare import text_rows
+
+    table = text_rows(comparison)
+    rows = [{**rec, "worse": bool(w)} for rec, w in zip(table.to_dict("records"), comparison.table.get("worse", []))]
+
+    def names(only: pd.DataFrame) -> list[str]:
+        return [f"{r.solver_spec} {r.dtype} {r.device} {r.family_label}/{r.kind} n={r.n_scenes}" for r in only.itertuples()]
+
+    page = env.get_template("compare.html.j2").render(
+        **common, base=", ".join(str(Path(d).name) for d in base_dirs), threshold=f"{comparison.threshold:g}",
+        notes=comparison.notes, columns=list(table.columns), rows=rows,
+        only_base=names(comparison.only_base), only_new=names(comparison.only_new))
+    (out / "compare.html").write_text(page, encoding="utf-8")
 
 
 __all__ = ["Site", "publish", "shifted_geometric_mean", "performance_profile", "case_times", "family_table",

@@ -109,3 +109,15 @@ def test_configurations_of_one_run_are_listed_apart_and_bad_input_exits_2(runs, 
     result = json.loads(cb("compare", out["a"], other, "--threshold", "3", "--json", cwd=root).stdout)
     assert [r["solver_spec"] for r in result["only_base"]] == ["fake-degraded"] and result["only_new"] == []
     assert any(note.startswith("different machines: BASE ") and "NEW elsewhere" in note for note in result["notes"])
+
+
+def test_the_dashboard_has_a_compare_page(runs, tmp_path):
+    root, out = runs
+    proc = cb("publish", out["c"], "--compare", out["a"], "--out", tmp_path / "site", cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    page = (tmp_path / "site" / "compare.html").read_text()
+    assert "Compared with a" in page and page.count('class="bad"') == 2
+    assert "slower" in page and "less correct" in page and "fake-sleepy float64 cpu" in page
+    assert 'href="compare.html"' in (tmp_path / "site" / "index.html").read_text()
+    plain = cb("publish", out["c"], "--out", tmp_path / "plain", cwd=root)
+    assert plain.returncode == 0 and not (tmp_path / "plain" / "compare.html").exists()
