@@ -79,6 +79,18 @@ def ranked(table: pd.DataFrame, by: str = "rank_us") -> pd.DataFrame:
     return results.rank(table, by)
 
 
+#: what a ranking compares: configurations that solved the same problems on the same device
+RANKING_GROUP = ["kind", "scenes", "device"]
+
+
+def ranked_groups(table: pd.DataFrame, by: str = "rank_us") -> pd.DataFrame:
+    """A family table ranked within each kind x batch size x device (``RANKING_GROUP``): a
+    QP configuration is never ranked against an LP one, nor 64 scenes against 4,096. Groups
+    in order of kind, batch size and device; ``rank`` restarts at 1 in each."""
+    parts = [ranked(group, by) for _, group in table.groupby(RANKING_GROUP, sort=True)]
+    return pd.concat(parts, ignore_index=True) if parts else table.assign(rank=[], tied=[])
+
+
 def shifted_geometric_mean(values_us: np.ndarray, shift_us: float = SGM_SHIFT_US) -> float:
     """``exp(mean(log(t + s))) - s`` of times ``t`` in microseconds, shift ``s`` in microseconds.
 
@@ -430,7 +442,7 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
     if versus is not None:
         common["families_nav"].append({"name": "compare", "page": "compare.html"})
     for family, frows in rows.groupby("family_label", sort=True):
-        table = ranked(family_table(frows, confidence))
+        table = ranked_groups(family_table(frows, confidence))
         table["rank"] = [results.rank_text(r, t) for r, t in zip(table["rank"], table["tied"])]
         table["e2e_us_interval"] = _interval_texts(table)
         table["false_accept_bound"] = [results.sci(b) if pd.notna(b) else "" for b in table["false_accept_bound"]]
@@ -457,16 +469,19 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
                    "e2e_us_per_case", "e2e_us_interval", "us_per_case",
                    "e2e_ms_per_256", "ms_per_256", "sgm_us", "compile_s", "peak_rss_mb", "device_peak_mb"]
         table = table.assign(**{c: np.nan for c in columns if c not in table})
+        groups = [{"kind": str(kind), "scenes": int(scenes), "device": str(device), "rows": _records(part[columns])}
+                  for (kind, scenes, device), part in table.groupby(RANKING_GROUP, sort=True)]
+        top = table.groupby(RANKING_GROUP, sort=True).head(3)  # the best of each kind x size x device
         info = {
             "name": str(family), "page": slug, "kinds": sorted(frows["kind"].unique()),
-            "top": _records(table.head(5)[["rank", "solver_label", "device", "dtype", "kind", "n", "correct_pct",
-                                            "false_accept", "false_accept_bound", "e2e_us_per_case",
-                                            "e2e_us_interval", "us_per_case"]]),
+            "top": _records(top[["rank", "solver_label", "device", "dtype", "kind", "scenes", "n", "correct_pct",
+                                 "false_accept", "false_accept_bound", "e2e_us_per_case",
+                                 "e2e_us_interval", "us_per_case"]]),
             "configurations": len(table), "cases": int(frows.drop_duplicates(CASE_KEY).shape[0]),
         }
         families.append(info)
         page = env.get_template("family.html.j2").render(
-            **common, family=info, columns=columns, table=_records(table[columns]),
+            **common, family=info, columns=columns, table=_records(table[columns]), groups=groups,
             scatter=_plot_json(scatter_figure(table)), profile=_plot_json(profile_figure(profile)),
             profile_cases=profile_cases, scatter_traces=int(table["solver_label"].nunique()),
             profile_traces=len(profile), drill=_records(drill), drill_columns=list(drill.columns),

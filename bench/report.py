@@ -18,7 +18,7 @@ outcome), per outcome ``o`` ``o_rate`` and its two-sided Clopper-Pearson interva
 ``o_high``, ``false_accept_bound`` (the one-sided upper bound of the unsafe rate: the safety
 figure) and ``time_low_us`` / ``time_high_us`` (bootstrap interval of the median
 microseconds per case end to end, over the timed repeats); ``rank`` and ``tied`` within
-each family by the one ranking rule (``bench.results.rank``: fewest false accepts, most
+each family, kind, batch size and device by the one ranking rule (``bench.results.rank``: fewest false accepts, most
 correct, fastest; ties where the intervals overlap), the same ranks as the dashboard's.
 ``rank_deficient_summary`` repeats the outcome counts for cases whose equality rows are
 rank-deficient (two-foot stances), where several solvers break down.
@@ -57,7 +57,9 @@ def summarize(rows: pd.DataFrame, confidence: float = intervals.DEFAULT_CONFIDEN
     table = results.summarize(rows, GROUP)
     table = intervals.with_intervals(table, rows, GROUP, [o for o in OUTCOMES if o in table], confidence)
     table["rank_us"] = results.ranking_time_us(table)
-    ranked = [results.rank(group) for _, group in table.groupby("family_label", sort=False)]  # as the dashboard
+    # as the dashboard: within family x kind x batch size x device (the same problems, the same device)
+    ranked = [results.rank(group) for _, group in table.groupby(["family_label", "kind", "n_scenes", "device"],
+                                                                sort=False)]
     table = pd.concat(ranked, ignore_index=True) if ranked else table.assign(rank=[], tied=[])
     out = rename_for_report(table.drop(columns="rank_us"))
     out = out[["rank", *[c for c in out.columns if c not in ("rank", "tied")], "tied"]]

@@ -50,7 +50,7 @@ OUTCOME_COLUMNS = ["correct", "false_accept", "false_reject", "uncertain", "fail
 def test_report_dashboard_and_recommend_count_the_same_distinct_cases(run):
     summary = report.summarize(run).rename(columns={"solver": "solver_label", "scenes": "n_scenes",
                                                     "family": "family_label"})
-    pages = pd.concat([publish.ranked(publish.family_table(rows)).assign(family_label=family)
+    pages = pd.concat([publish.ranked_groups(publish.family_table(rows)).assign(family_label=family)
                        for family, rows in run.groupby("family_label")], ignore_index=True)
     pages = pages.rename(columns={"scenes": "n_scenes"})
     advice = recommend.assess(run, recommend.Thresholds(0.5, 0.5, 0.5, 1e9)).table
@@ -75,7 +75,7 @@ def test_report_and_dashboard_give_the_same_ranks_and_ties(run):
     summary = report.summarize(run).rename(columns={"solver": "solver_label", "scenes": "n_scenes"})
     keys = ["kind", "solver_label", "device", "dtype", "n_scenes"]
     for family, rows in run.groupby("family_label"):
-        site = publish.ranked(publish.family_table(rows)).rename(columns={"scenes": "n_scenes"})
+        site = publish.ranked_groups(publish.family_table(rows)).rename(columns={"scenes": "n_scenes"})
         mine = summary[summary["family"] == family]
         both = mine.merge(site, on=keys, suffixes=("_report", "_site"))
         assert len(both) == len(site) == len(mine)
@@ -150,3 +150,37 @@ def test_sign_flips_change_the_fingerprint(flips):
     assert first != second
     twin.A_eq[1] = twin.A_eq[0]
     assert len(set(twin.case_hashes())) == 1
+
+
+def test_rankings_compare_like_with_like(run):
+    """Issue 25: each ranking holds one kind, batch size and device: no exit configuration
+    in an LP-1 ranking, ranks restart at 1 in every group."""
+    for _family, rows in run.groupby("family_label"):
+        table = publish.ranked_groups(publish.family_table(rows))
+        for (_kind, _scenes, _device), group in table.groupby(publish.RANKING_GROUP):
+            assert group["rank"].min() == 1 and group["kind"].nunique() == 1 and group["scenes"].nunique() == 1
+        assert set(table["kind"]) == {"lp1", "exit"}
+
+
+def test_the_files_example_shows_one_ranking_per_kind(tmp_path):
+    """The `files` example run (LP, QP and SOCP folders): three rankings, and no QP
+    configuration in the LP one."""
+    import re
+    import subprocess
+    import sys
+
+    if solvers.available().get("clarabel") or solvers.available().get("highs"):
+        pytest.skip("needs highs and clarabel")
+    args = ["run", "-f", "files[kind=lp]", "-f", "files[kind=qp]", "-f", "files[kind=socp]", "-s", "highs",
+            "-s", "clarabel", "--n", "8", "--repeats", "1", "--out", tmp_path / "runs", "--run-id", "f"]
+    ok = subprocess.run([sys.executable, "-m", "bench.cli", *map(str, args)], cwd=tmp_path, capture_output=True,
+                        text=True, timeout=600)
+    assert ok.returncode == 0, ok.stdout[-2000:] + ok.stderr[-2000:]
+    site = publish.publish([tmp_path / "runs" / "f"], tmp_path / "site")
+    page = site.family_pages["files"].read_text()
+    tables = re.findall(r'<table class="family-table" data-kind="(\w+)" data-scenes="8" data-device="cpu">(.*?)</table>',
+                        page, flags=re.S)
+    assert [kind for kind, _ in tables] == ["lp", "qp", "socp"]
+    lp_rows = dict(tables)["lp"]
+    assert "highs" in lp_rows and ">qp<" not in lp_rows and ">socp<" not in lp_rows
+    assert "highs" not in dict(tables)["qp"]  # highs solves LPs only
