@@ -31,6 +31,39 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
 console = Console() if sys.stdout.isatty() else Console(width=200)
 
 
+def cell_line(head: str, rows) -> str:
+    """A finished cell's progress line: every outcome counted (they add up to the cases), and
+    a red ``!`` instead of the green tick when the cell gave a false accept (unsafe)."""
+    counts = rows["outcome"].value_counts()
+    unsafe = int(counts.get("false_accept", 0))
+    parts = [f"{int(counts.get('correct', 0))}/{len(rows)} correct", f"{unsafe} false accept"]
+    parts += [f"{int(counts.get(o, 0))} {o.replace('_', ' ')}" for o in ("false_reject", "suboptimal", "uncertain", "failed")
+              if int(counts.get(o, 0)) or o in ("uncertain", "failed")]
+    mark = "[bold red]! UNSAFE[/]" if unsafe else "[green]✓[/]"
+    return (f"{mark} {head}: {', '.join(parts)}; {rows['ms_per_256'].iloc[0]:.3g} ms/256 "
+            f"(compile {rows['compile_s'].iloc[0]:.2g} s)")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"contactbench {version('contactbench')}")
+        except PackageNotFoundError:
+            print("contactbench (not installed as a package)")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="print the version and exit")) -> None:
+    """Benchmark LP/QP solvers on contact-stability (hold-test) problems.
+
+    Example: contactbench run --preset quick && contactbench report results/runs/latest
+    """
+
+
 def _fail(message: str) -> None:
     console.print(f"[bold red]error:[/] {escape(message)}")
     raise typer.Exit(2)
@@ -57,7 +90,10 @@ def _split(values: list[str] | None) -> list[str]:
 
 @app.command("list")
 def list_cmd() -> None:
-    """Show every solver adapter (with availability) and every problem family (with parameters)."""
+    """Show every solver adapter (with availability) and every problem family (with parameters).
+
+    Example: contactbench list
+    """
     table = Table(title="solver adapters")
     for col in ("name", "available", "problems", "batched", "devices", "dtypes", "profiles", "options"):
         table.add_column(col)
@@ -118,7 +154,10 @@ def run(
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="address of an existing Dask scheduler, e.g. tcp://HOST:8786: the cells run on its workers, results are written here"),
     exclusive: bool = typer.Option(False, "--exclusive", help="with --scheduler or --workers: at most one timed cell per host at a time (publishable timings on shared nodes)"),
 ) -> None:
-    """Run the grid families x solvers x dtypes x devices x sizes; one worker process per cell."""
+    """Run the grid families x solvers x dtypes x devices x sizes; one worker process per cell.
+
+    Example: contactbench run -f planar-box -f "quadruped[kind=qp]" -s highs -s "osqp[high_accuracy]" --n 64,256
+    """
     try:
         check_run_id(run_id)
         # every grid argument is checked once, where the grid is built (bench.grid.plan)
@@ -329,13 +368,7 @@ def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped
             elif result.state in ("unavailable", "refused"):
                 progress.console.print(f"[dim]skip {head}: {escape(result.reason)}[/]")
             elif result.state == "done":
-                r = result.rows
-                counts = r["outcome"].value_counts()
-                progress.console.print(
-                    f"[green]✓[/] {head}: {counts.get('correct', 0)}/{len(r)} correct, "
-                    f"{counts.get('false_accept', 0)} false accept, {counts.get('uncertain', 0)} uncertain, "
-                    f"{counts.get('failed', 0)} failed; {r['ms_per_256'].iloc[0]:.3g} ms/256 "
-                    f"(compile {r['compile_s'].iloc[0]:.2g} s)")
+                progress.console.print(cell_line(head, result.rows))
             else:
                 why = escape(result.reason.splitlines()[0]) if result.reason else ""
                 progress.console.print(f"[red]✗[/] {head}: {result.state}: {why}")
@@ -391,7 +424,9 @@ def ablate(
     run_id: Optional[str] = typer.Option(None, "--run-id", help="name of the run directory"),
 ) -> None:
     """Seed 002's tables: the linrax-hold ablation, or the reproduction; written as markdown
-    (``<table>.md``) in the run directory and printed."""
+    (``<table>.md``) in the run directory and printed.
+    Example: contactbench ablate --table seed002
+    """
     if table not in ("ablation", "seed002", "gpu"):
         _fail(f"--table: expected ablation, seed002 or gpu, got {table!r}")
     check_run_id(run_id)
@@ -440,7 +475,10 @@ def report_cmd(
     out: Path = typer.Option(Path("results/latest"), "--out", help="where report.md and report.csv go"),
     confidence: float = typer.Option(0.95, "--confidence", help="confidence level of the rate and timing intervals"),
 ) -> None:
-    """Summarise runs into report.md / report.csv (and print the table)."""
+    """Summarise runs into report.md / report.csv (and print the table).
+
+    Example: contactbench report results/runs/latest --out results/latest
+    """
     _check_confidence(confidence)
     try:
         rows = report.load_runs(run_dirs)
@@ -501,7 +539,9 @@ def recommend_cmd(
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of tables"),
 ) -> None:
     """Which configurations meet the error-rate bounds and the time budget, fastest first, and why
-    the others do not. Exit 0: at least one qualifies; 1: none does; 2: bad arguments."""
+    the others do not. Exit 0: at least one qualifies; 1: none does; 2: bad arguments.
+    Example: contactbench recommend results/runs/latest --max-false-accept 1e-3 --budget-us 500
+    """
     import json
 
     from . import recommend, results
@@ -585,7 +625,7 @@ def _check_confidence(confidence: float) -> None:
 def _cli_names(message: str) -> str:
     """A library error message with the CLI's option names (``max_uncertain`` -> ``--max-uncertain``)."""
     for name in ("max_false_accept", "max_uncertain", "max_wrong", "budget_us", "confidence", "family", "kind",
-                 "device", "preset", "n", "seed", "timeout", "repeats", "dtype", "threshold"):
+                 "device", "preset", "n", "seed", "timeout", "repeats", "dtype", "threshold", "solver"):
         if message.startswith(f"{name}:"):
             return "--" + name.replace("_", "-") + message[len(name):]
     return message
@@ -639,6 +679,8 @@ def check_adapter(
     """Run the conformance suite on one adapter and print a pass/fail table with reasons.
 
     Exit code 0 when every check passes or is a recorded known issue, 1 otherwise.
+
+    Example: contactbench check-adapter osqp --dtype float64
     """
     from . import conformance
 
@@ -687,7 +729,10 @@ def cluster_slurm(
     script_only: bool = typer.Option(False, "--script-only", help="print the job script and exit (nothing is submitted)"),
 ) -> None:
     """Submit SLURM jobs running Dask workers (dask-jobqueue) and print the scheduler address for
-    `contactbench run --scheduler ADDR`; with --script-only, print the job script only."""
+    `contactbench run --scheduler ADDR`; with --script-only, print the job script only.
+
+    Example: contactbench cluster slurm --jobs 4 --cores 16 --memory 64GB --script-only
+    """
     from . import cluster
 
     try:

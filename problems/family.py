@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from solvers import plugins
-from solvers.errors import ProblemError
+from solvers.errors import ProblemError, did_you_mean
 
 from .batch import ProblemBatch
 from .kinds import get_kind
@@ -152,7 +152,7 @@ class FamilySpec:
         """``of``, naming a refused value as found in ``where`` (the family, or the spec)."""
         fams = families()
         if name not in fams:
-            raise ProblemError(f"family: expected one of {sorted(fams)}, got {name!r}")
+            raise ProblemError(f"family: expected one of {sorted(fams)}, got {name!r}{did_you_mean(name, fams)}")
         fam = fams[name]
         unknown = sorted(set(params) - set(fam.parameters()))
         if unknown:

@@ -22,3 +22,12 @@ class SolverNotAvailable(BenchError, ImportError):
 
 class SolverError(BenchError, RuntimeError):
     """A solver failed in a way its adapter could not map to a ``Status``."""
+
+
+def did_you_mean(name: str, known) -> str:
+    """`` (did you mean 'highs'?)`` for a misspelt ``name`` close to one of ``known``
+    (``difflib``), else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

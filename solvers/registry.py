@@ -17,7 +17,7 @@ from typing import Any
 
 from . import plugins
 from .base import Adapter
-from .errors import ProblemError, SolverNotAvailable
+from .errors import ProblemError, SolverNotAvailable, did_you_mean
 
 ENTRY_POINT_GROUP = "contactbench.solvers"
 PLUGINS_ENV = "CONTACTBENCH_PLUGINS"
@@ -105,5 +105,5 @@ def adapter_class(name: str) -> type[Adapter]:
     if name not in _ADAPTERS:
         if name in _BROKEN:
             raise SolverNotAvailable(f"solver {name!r} failed to load: {_BROKEN[name]}")
-        raise ProblemError(f"solver: expected one of {sorted(_ADAPTERS)}, got {name!r}")
+        raise ProblemError(f"solver: expected one of {sorted(_ADAPTERS)}, got {name!r}{did_you_mean(name, _ADAPTERS)}")
     return _ADAPTERS[name]

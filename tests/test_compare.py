@@ -121,3 +121,32 @@ def test_the_dashboard_has_a_compare_page(runs, tmp_path):
     assert 'href="compare.html"' in (tmp_path / "site" / "index.html").read_text()
     plain = cb("publish", out["c"], "--out", tmp_path / "plain", cwd=root)
     assert plain.returncode == 0 and not (tmp_path / "plain" / "compare.html").exists()
+
+
+def test_version_examples_and_did_you_mean(tmp_path):
+    """Issue 25's newcomer fixes: --version, an example in every command's --help, and a
+    suggestion for a misspelt solver or family."""
+    from importlib.metadata import version
+
+    out = cb("--version", cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.strip() == f"contactbench {version('contactbench')}"
+    for command in ("list", "run", "report", "publish", "recommend", "compare", "ablate", "check-adapter"):
+        helped = cb(command, "--help", cwd=tmp_path)
+        assert helped.returncode == 0 and "Example: contactbench " + command in " ".join(helped.stdout.split()), command
+    for args, words in ((["-s", "higs"], "(did you mean 'highs'?)"), (["-f", "planar-bx"], "(did you mean 'planar-box'?)")):
+        bad = cb("run", *args, "--out", tmp_path / "runs", cwd=tmp_path)
+        assert bad.returncode == 2 and words in " ".join((bad.stdout + bad.stderr).split()), args
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_unsafe_cell_is_marked_and_its_counts_add_up():
+    import pandas as pd
+
+    from bench.cli import cell_line
+
+    rows = pd.DataFrame({"outcome": ["correct"] * 5 + ["false_accept", "false_reject", "uncertain"],
+                         "ms_per_256": 1.0, "compile_s": 0.1})
+    line = cell_line("planar-box/lp1 x float64 cpu n=8", rows)
+    assert line.startswith("[bold red]! UNSAFE[/]") and "5/8 correct, 1 false accept, 1 false reject, 1 uncertain" in line
+    safe = cell_line("h", rows.assign(outcome="correct"))
+    assert safe.startswith("[green]✓[/]") and "8/8 correct, 0 false accept, 0 uncertain, 0 failed" in safe
