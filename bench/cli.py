@@ -390,7 +390,7 @@ def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped
         except OSError as exc:
             _write_failed(run_dir, exc)
     if ran:
-        _print_summary(report.summarize(report.load_runs([run_dir])))
+        _print_summary(report.summarize(report.load_runs([run_dir])), f"contactbench report {run_dir}")
     bad = [r for r in ran if r.state not in ("done", "skipped")]
     console.print(f"results: {run_dir}  ({len(ran) - len(bad)} cells ok, {len(bad)} failed"
                   + (f", {len(refused)} skipped: the adapter refuses the problem set" if refused else "")
@@ -459,14 +459,19 @@ def ablate(
     console.print(f"table: {run_dir / (table + '.md')}")
 
 
-def _print_summary(summary) -> None:
-    summary = summary.drop(columns=[c for c in report.rate_columns(summary) if c != "false_accept_bound"])
-    table = Table(title="summary")
-    for col in summary.columns:
-        table.add_column(str(col), justify="right" if summary[col].dtype.kind in "fiu" else "left")
-    for _, row in summary.iterrows():
-        table.add_row(*[f"{v:.3g}" if isinstance(v, float) else escape(str(v)) for v in row])
+def _print_summary(summary, where: str = "") -> None:
+    """One line per configuration, the columns that decide (``report.compact``); unsafe lines
+    in red. ``where``: where the full tables are."""
+    lines = report.compact(summary)
+    table = Table(title="summary: per configuration (rank within family, kind, scenes and device; '=' a tie)")
+    for col in lines.columns:
+        table.add_column(col, justify="right" if col in ("rank", "scenes", "cases", "correct", "false accept",
+                                                         "uncertain/failed") else "left", no_wrap=col != "solver")
+    for _, row in lines.iterrows():
+        table.add_row(*[escape(str(v)) for v in row], style="red" if row["false accept"] else None)
     console.print(table)
+    console.print(f"[dim]every column, the rates with their intervals and provenance: {where or 'contactbench report'}"
+                  " and the dashboard (contactbench publish)[/]")
 
 
 @app.command("report")
@@ -474,11 +479,15 @@ def report_cmd(
     run_dirs: list[Path] = typer.Argument(..., help="run directories (e.g. results/runs/latest)"),
     out: Path = typer.Option(Path("results/latest"), "--out", help="where report.md and report.csv go"),
     confidence: float = typer.Option(0.95, "--confidence", help="confidence level of the rate and timing intervals"),
+    fmt: str = typer.Option("table", "--format", help="what to print: table (one line per configuration), "
+                                                       "json or csv (every column of report.csv)"),
 ) -> None:
     """Summarise runs into report.md / report.csv (and print the table).
 
-    Example: contactbench report results/runs/latest --out results/latest
+    Example: contactbench report results/runs/latest --out results/latest --format json
     """
+    if fmt not in ("table", "json", "csv"):
+        _fail(f"--format: expected table, json or csv, got {fmt!r}")
     _check_confidence(confidence)
     try:
         rows = report.load_runs(run_dirs)
@@ -491,8 +500,13 @@ def report_cmd(
         _fail(str(exc))
     except OSError as exc:  # read-only, full: the previous report (if any) is left as it was
         _write_error("--out", out, exc)
-    _print_summary(summary)
-    console.print(f"wrote {out / 'report.md'} and {out / 'report.csv'}")
+    if fmt == "json":
+        print(summary.to_json(orient="records", indent=2))
+    elif fmt == "csv":
+        print(summary.to_csv(index=False), end="")
+    else:
+        _print_summary(summary, f"{out / 'report.md'}, {out / 'report.csv'}")
+    print(f"wrote {out / 'report.md'} and {out / 'report.csv'}", file=sys.stderr if fmt != "table" else sys.stdout)
 
 
 @app.command("publish")

@@ -120,6 +120,31 @@ def rates_table(summary: pd.DataFrame, confidence: float) -> pd.DataFrame:
     return out
 
 
+#: the columns of the compact terminal summary (``compact``): the few that decide
+COMPACT = ["rank", "family", "kind", "solver", "dtype", "device", "scenes", "cases", "correct", "false accept",
+           "uncertain/failed", "e2e us per case"]
+
+
+def compact(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary as one line per configuration with the columns that decide (``COMPACT``):
+    the rank within its family, kind, batch size and device (``=`` for a tie), the outcome
+    counts over distinct cases and the median end-to-end microseconds per case with its
+    interval; report.md, report.csv and the dashboard hold the rest."""
+    summary = summary.sort_values(["family", "kind", "scenes", "device", "rank"], kind="stable")
+    unsure = sum(summary[c] for c in ("uncertain", "failed") if c in summary)
+    return pd.DataFrame({
+        "rank": [results.rank_text(r, t) for r, t in zip(summary["rank"], summary["tied"])],
+        "family": summary["family"].astype(str), "kind": summary["kind"].astype(str),
+        "solver": summary["solver"].astype(str), "dtype": summary["dtype"].astype(str),
+        "device": summary["device"].astype(str), "scenes": summary["scenes"].astype(int),
+        "cases": summary["n"].astype(int), "correct": summary["correct"].astype(int),
+        "false accept": summary["false_accept"].astype(int),
+        "uncertain/failed": pd.Series(unsure, index=summary.index).astype(int),
+        "e2e us per case": [results.interval_text(t, lo, hi) for t, lo, hi in zip(
+            results.ranking_time_us(summary), summary["time_low_us"], summary["time_high_us"])],
+    })[COMPACT].reset_index(drop=True)
+
+
 def md_text(value) -> str:
     """``value`` as inert Markdown text: HTML special characters as entities (a family path
     or a solver message such as ``<img src=x onerror=...>`` is shown, never run by a

@@ -184,3 +184,39 @@ def test_the_files_example_shows_one_ranking_per_kind(tmp_path):
     lp_rows = dict(tables)["lp"]
     assert "highs" in lp_rows and ">qp<" not in lp_rows and ">socp<" not in lp_rows
     assert "highs" not in dict(tables)["qp"]  # highs solves LPs only
+
+
+def test_the_terminal_summary_is_one_line_per_configuration_and_report_prints_json_or_csv(run, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    summary = report.summarize(run)
+    lines = report.compact(summary)
+    assert list(lines.columns) == report.COMPACT and len(lines) == 6
+    rejects = summary.set_index(["solver", "kind", "dtype"])["false_reject"]
+    for _, line in lines.iterrows():  # the counts add up to the cases (false rejects: in report.md)
+        rejected = int(rejects.loc[(line["solver"], line["kind"], line["dtype"])])
+        assert line["cases"] == line["correct"] + line["false accept"] + line["uncertain/failed"] + rejected
+    highs = lines[(lines["solver"] == "highs") & (lines["kind"] == "lp1")].iloc[0]
+    assert highs["cases"] == 24 and highs["uncertain/failed"] == 1
+    first = lines.groupby(["family", "kind", "scenes", "device"]).head(1)
+    assert set(first["rank"]) <= {"1", "=1"}  # each group starts with its best
+    run_dir = tmp_path / "merged"
+    run_dir.mkdir()
+    from bench.rundir import write_cell
+
+    for cell_id, rows in run.drop(columns=["config", "case_id", "rank_us"]).groupby(["run_id", "cell_id"]):
+        write_cell(rows, run_dir / f"{cell_id[0]}-{cell_id[1]}.parquet")
+    for fmt in ("json", "csv"):
+        out = subprocess.run([sys.executable, "-m", "bench.cli", "report", str(run_dir), "--out", str(tmp_path / fmt),
+                              "--format", fmt], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        if fmt == "json":
+            records = json.loads(out.stdout)
+            assert len(records) == 6 and {"rank", "tied", "n", "correct", "false_accept_bound"} <= set(records[0])
+        else:
+            assert out.stdout.splitlines()[0].startswith("rank,family,kind") and len(out.stdout.splitlines()) == 7
+    bad = subprocess.run([sys.executable, "-m", "bench.cli", "report", str(run_dir), "--format", "xml"],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "--format: expected table, json or csv" in bad.stdout + bad.stderr
