@@ -180,7 +180,8 @@ def test_solvers_that_break_on_two_feet_show_in_the_rank_deficient_table():
     assert rejected.sum() >= 1 and deficient[rejected].all()
     assert (outcome[rejected] == "uncertain").all()
     rows = pd.DataFrame({"family_label": "quadruped", "kind": "qp", "solver_label": "quadprog", "device": "cpu",
-                         "dtype": "float64", "n_scenes": 64, "outcome": outcome, "meta_rank_deficient": deficient})
+                         "dtype": "float64", "n_scenes": 64, "outcome": outcome, "meta_rank_deficient": deficient,
+                         "case_hash": batch.case_hashes()})  # rows name their cases (bench.results counts distinct ones)
     table = report.rank_deficient_summary(rows)
     assert table.loc[0, "uncertain"] == (outcome[deficient] == "uncertain").sum() >= rejected.sum()
     assert table.loc[0, "cases"] == deficient.sum()

@@ -133,6 +133,7 @@ def test_ablation_and_reproduction_tables_count_per_configuration():
         "family_params": [json.dumps({"kind": "lp1"})] * 3,
         "solver_spec": ["linrax-hold", "linrax-hold[reinvert=False]", "linrax-hold[reinvert=False]"],
         "outcome": ["correct", "uncertain", "correct"], "ms_per_256": [1.0, 2.0, 2.0],
+        "case_hash": ["h0", "h0", "h1"],  # two cases (bench.results counts distinct cases)
     })
     table = seed002.ablation_table(rows)
     off = table[table["configuration"] == "without reinvert"].iloc[0]

@@ -246,7 +246,8 @@ def test_reference_does_not_go_through_the_registry(monkeypatch):
         raise AssertionError("the reference asked the registry")
 
     monkeypatch.setattr(solvers, "get", boom)
-    monkeypatch.setattr(solvers.registry, "get", boom)
+    monkeypatch.setattr(solvers.specs, "get", boom)
+    monkeypatch.setattr(solvers.specs.SolverSpec, "parse", classmethod(boom))
     for kind in ("lp1", "exit"):
         compute_reference(problems.generate("planar-box", 4, 0, kind=kind))
     compute_reference(problems.generate("quadruped", 4, 0, kind="qp"))
