@@ -442,60 +442,8 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
     if versus is not None:
         common["families_nav"].append({"name": "compare", "page": "compare.html"})
     for family, frows in rows.groupby("family_label", sort=True):
-        table = ranked_groups(family_table(frows, confidence))
-        table["rank"] = [results.rank_text(r, t) for r, t in zip(table["rank"], table["tied"])]
-        table["e2e_us_interval"] = _interval_texts(table)
-        table["false_accept_bound"] = [results.sci(b) if pd.notna(b) else "" for b in table["false_accept_bound"]]
-        rate_cols = intervals.rate_texts(table, outcome_columns(list(frows["kind"].unique())))
-        rates = table[["rank", "solver_label", "device", "dtype", "kind", "scenes", "cases"]].join(rate_cols)
-        rates["false_accept_bound"] = table["false_accept_bound"]
-        table["sgm_us"] = [shifted_geometric_mean(frows.loc[frows["config"] == c, "rank_us"]
-                                                  .groupby(frows["cell_id"]).median().to_numpy())
-                           for c in table["config"]]
-        scaling = scaling_table(frows)
-        sizes = int(scaling["n_scenes"].nunique())
-        cross = crossover(scaling) if sizes > 1 else crossover(scaling.iloc[:0])
-        profile, profile_cases = {}, 0
-        kinds = sorted(frows["kind"].unique())
-        for kind in kinds:  # ratios only among configurations that solved the same cases
-            times = case_times(frows[frows["kind"] == kind])
-            profile_cases += len(times)
-            for config, curve in performance_profile(times).items():
-                profile[config if len(kinds) == 1 else f"{config} ({kind})"] = curve
-        drill, drill_configs, drill_total = disagreements(frows)
-        slug = page_of[str(family)]
-        columns = ["rank", "solver_label", "device", "dtype", "kind", "scenes", "n",
-                   *outcome_columns(list(frows["kind"].unique())), "correct_pct", "false_accept_bound",
-                   "e2e_us_per_case", "e2e_us_interval", "us_per_case",
-                   "e2e_ms_per_256", "ms_per_256", "sgm_us", "compile_s", "peak_rss_mb", "device_peak_mb"]
-        table = table.assign(**{c: np.nan for c in columns if c not in table})
-        groups = [{"kind": str(kind), "scenes": int(scenes), "device": str(device), "rows": _records(part[columns])}
-                  for (kind, scenes, device), part in table.groupby(RANKING_GROUP, sort=True)]
-        top = table.groupby(RANKING_GROUP, sort=True).head(3)  # the best of each kind x size x device
-        info = {
-            "name": str(family), "page": slug, "kinds": sorted(frows["kind"].unique()),
-            "top": _records(top[["rank", "solver_label", "device", "dtype", "kind", "scenes", "n", "correct_pct",
-                                 "false_accept", "false_accept_bound", "e2e_us_per_case",
-                                 "e2e_us_interval", "us_per_case"]]),
-            "configurations": len(table), "cases": int(frows.drop_duplicates(CASE_KEY).shape[0]),
-        }
-        families.append(info)
-        page = env.get_template("family.html.j2").render(
-            **common, family=info, columns=columns, table=_records(table[columns]), groups=groups,
-            scatter=_plot_json(scatter_figure(table)), profile=_plot_json(profile_figure(profile)),
-            profile_cases=profile_cases, scatter_traces=int(table["solver_label"].nunique()),
-            profile_traces=len(profile), drill=_records(drill), drill_columns=list(drill.columns),
-            drill_configs=drill_configs, drill_total=drill_total, drill_limit=MAX_DRILL_CASES,
-            scaling=_plot_json(scaling_figure(scaling)) if sizes > 1 else None,
-            scaling_traces=int(scaling.groupby(["config", "kind"]).ngroups), scaling_sizes=sizes,
-            crossover=_records(cross.assign(faster_from_scenes=[
-                "never" if v is None or pd.isna(v) else str(int(v)) for v in cross["faster_from_scenes"]]))
-            if sizes > 1 else [],
-            crossover_columns=list(cross.columns),
-            ratios=speed_ratios(frows, table, confidence), ratio_limit=MAX_RATIO_CONFIGS,
-            advice=recommendation_box(frows, confidence), rates=_records(rates), rate_columns=list(rates.columns))
-        (out / slug).write_text(page, encoding="utf-8")
-        pages[str(family)] = final / slug
+        families.append(_write_family_page(out, env, common, str(family), frows, page_of[str(family)], confidence))
+        pages[str(family)] = final / page_of[str(family)]
     if versus is not None:
         _write_compare_page(out, env, common, *versus)
     index = env.get_template("index.html.j2").render(**common, families=families,
@@ -505,6 +453,64 @@ def _build_site(rows: pd.DataFrame, run_dirs: list[Path], out: Path, final: Path
                                                "runs": [r["run_id"] for r in provenance]}, indent=2))
     return Site(out=final, index=final / "index.html", family_pages=pages,
                 configurations=int(rows["config"].nunique()), runs=len(provenance))
+
+
+def _write_family_page(out: Path, env, common: dict, family: str, frows: pd.DataFrame, slug: str,
+                       confidence: float) -> dict:
+    """Write one family's page (``family.html.j2``) into ``out`` as ``slug``; returns its entry
+    of the overview (name, page, kinds, the best rows of each ranking, counts)."""
+    table = ranked_groups(family_table(frows, confidence))
+    table["rank"] = [results.rank_text(r, t) for r, t in zip(table["rank"], table["tied"])]
+    table["e2e_us_interval"] = _interval_texts(table)
+    table["false_accept_bound"] = [results.sci(b) if pd.notna(b) else "" for b in table["false_accept_bound"]]
+    rate_cols = intervals.rate_texts(table, outcome_columns(list(frows["kind"].unique())))
+    rates = table[["rank", "solver_label", "device", "dtype", "kind", "scenes", "cases"]].join(rate_cols)
+    rates["false_accept_bound"] = table["false_accept_bound"]
+    table["sgm_us"] = [shifted_geometric_mean(frows.loc[frows["config"] == c, "rank_us"]
+                                              .groupby(frows["cell_id"]).median().to_numpy())
+                       for c in table["config"]]
+    scaling = scaling_table(frows)
+    sizes = int(scaling["n_scenes"].nunique())
+    cross = crossover(scaling) if sizes > 1 else crossover(scaling.iloc[:0])
+    profile, profile_cases = {}, 0
+    kinds = sorted(frows["kind"].unique())
+    for kind in kinds:  # ratios only among configurations that solved the same cases
+        times = case_times(frows[frows["kind"] == kind])
+        profile_cases += len(times)
+        for config, curve in performance_profile(times).items():
+            profile[config if len(kinds) == 1 else f"{config} ({kind})"] = curve
+    drill, drill_configs, drill_total = disagreements(frows)
+    columns = ["rank", "solver_label", "device", "dtype", "kind", "scenes", "n",
+               *outcome_columns(list(frows["kind"].unique())), "correct_pct", "false_accept_bound",
+               "e2e_us_per_case", "e2e_us_interval", "us_per_case",
+               "e2e_ms_per_256", "ms_per_256", "sgm_us", "compile_s", "peak_rss_mb", "device_peak_mb"]
+    table = table.assign(**{c: np.nan for c in columns if c not in table})
+    groups = [{"kind": str(kind), "scenes": int(scenes), "device": str(device), "rows": _records(part[columns])}
+              for (kind, scenes, device), part in table.groupby(RANKING_GROUP, sort=True)]
+    top = table.groupby(RANKING_GROUP, sort=True).head(3)  # the best of each kind x size x device
+    info = {
+        "name": str(family), "page": slug, "kinds": sorted(frows["kind"].unique()),
+        "top": _records(top[["rank", "solver_label", "device", "dtype", "kind", "scenes", "n", "correct_pct",
+                             "false_accept", "false_accept_bound", "e2e_us_per_case",
+                             "e2e_us_interval", "us_per_case"]]),
+        "configurations": len(table), "cases": int(frows.drop_duplicates(CASE_KEY).shape[0]),
+    }
+    page = env.get_template("family.html.j2").render(
+        **common, family=info, columns=columns, table=_records(table[columns]), groups=groups,
+        scatter=_plot_json(scatter_figure(table)), profile=_plot_json(profile_figure(profile)),
+        profile_cases=profile_cases, scatter_traces=int(table["solver_label"].nunique()),
+        profile_traces=len(profile), drill=_records(drill), drill_columns=list(drill.columns),
+        drill_configs=drill_configs, drill_total=drill_total, drill_limit=MAX_DRILL_CASES,
+        scaling=_plot_json(scaling_figure(scaling)) if sizes > 1 else None,
+        scaling_traces=int(scaling.groupby(["config", "kind"]).ngroups), scaling_sizes=sizes,
+        crossover=_records(cross.assign(faster_from_scenes=[
+            "never" if v is None or pd.isna(v) else str(int(v)) for v in cross["faster_from_scenes"]]))
+        if sizes > 1 else [],
+        crossover_columns=list(cross.columns),
+        ratios=speed_ratios(frows, table, confidence), ratio_limit=MAX_RATIO_CONFIGS,
+        advice=recommendation_box(frows, confidence), rates=_records(rates), rate_columns=list(rates.columns))
+    (out / slug).write_text(page, encoding="utf-8")
+    return info
 
 
 def _write_compare_page(out: Path, env, common: dict, base_dirs, comparison) -> None:

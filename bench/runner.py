@@ -113,14 +113,7 @@ def _run_on(client, cells: list[Cell], run_dir: Path, run_id: str, *, timeout: f
         if cell.problem_key not in batches:
             batches[cell.problem_key] = ProblemSet.load(run_dir / "batches", batch_name(cell))
         todo.append(i)
-    for i in list(todo):  # what the adapter would refuse of the generated set is a skip, not failed rows
-        batch = batches[cells[i].problem_key].batch
-        why = solvers.adapter_class(cells[i].solver.name).CAPABILITIES.accepts(traits(cells[i].family, batch))
-        if why:
-            results[i] = CellResult(cells[i], "refused", None, None, 0.0, f"{cells[i].solver.name} {why}")
-            todo.remove(i)
-            if on_done:
-                on_done(results[i])
+    _refuse(cells, todo, batches, results, on_done)
     no_gpu = cluster.no_gpu_reason(client) if any(cells[i].device == "gpu" for i in todo) else None
     if no_gpu:  # a GPU cell would wait for ever for a worker that has one
         for i in [i for i in todo if cells[i].device == "gpu"]:
@@ -167,6 +160,20 @@ def _run_on(client, cells: list[Cell], run_dir: Path, run_id: str, *, timeout: f
         except Exception:  # noqa: BLE001 - the scheduler is gone; nothing to unsubscribe from
             pass
     return [results[i] for i in range(len(cells))]
+
+
+def _refuse(cells: list[Cell], todo: list[int], batches: dict[tuple, ProblemSet], results: dict, on_done) -> None:
+    """Take out of ``todo`` the cells whose adapter refuses their generated problem set
+    (``Capabilities.accepts`` on the family's and the batch's traits: lower bounds other than
+    0 for an ``x >= 0`` solver, say): a skip with the reason (state ``refused``), not failed rows."""
+    for i in list(todo):
+        batch = batches[cells[i].problem_key].batch
+        why = solvers.adapter_class(cells[i].solver.name).CAPABILITIES.accepts(traits(cells[i].family, batch))
+        if why:
+            results[i] = CellResult(cells[i], "refused", None, None, 0.0, f"{cells[i].solver.name} {why}")
+            todo.remove(i)
+            if on_done:
+                on_done(results[i])
 
 
 def _announce(starts: queue.Queue, keys: dict, cells: list[Cell], started: dict, on_start) -> None:
