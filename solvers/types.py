@@ -71,8 +71,8 @@ def status_codes(values: Any) -> np.ndarray:
     arr = np.asarray(values)
     if arr.dtype.kind in "US" or (arr.dtype == object and arr.size and isinstance(arr.flat[0], str)):
         distinct, inverse = np.unique(arr.astype(str), return_inverse=True)
-        return np.array([Status.from_text(v) for v in distinct], dtype=np.int8).reshape(-1)[inverse.reshape(arr.shape)] \
-            if distinct.size else np.zeros(arr.shape, dtype=np.int8)
+        table = np.array([Status.from_text(v) for v in distinct], dtype=np.int8)
+        return table[inverse.reshape(arr.shape)]
     codes = arr.astype(np.int8)
     if codes.size and (codes.min() < 0 or codes.max() >= len(Status)):
         raise ProblemError(f"status: expected Status codes in [0, {len(Status)}), got values in "
