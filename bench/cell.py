@@ -76,6 +76,7 @@ def base_rows(cell: Cell, batch: problems.ProblemBatch, ref: pd.DataFrame, env: 
                                else spec.settings, sort_keys=True, default=str),
         "dtype": cell.dtype, "device": cell.device, "lp_index": np.arange(len(batch)),
         "generator_version": int(batch.params.get("generator_version", 1)),
+        "family_cases": most if (most := cell.family.family.most_scenes(cell.params)) is not None else -1,
         "case_hash": batch.case_hashes(),
     })
     env_cols = pd.DataFrame({k: [v] * len(batch) for k, v in env.items()})

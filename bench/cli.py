@@ -680,9 +680,13 @@ def _print_recommendation(result) -> None:
                           escape("; ".join(r["reasons"])))
         console.print(table)
     if result.rerun_n is not None:
-        opened = int((result.table["status"] == "open").sum())
-        console.print(f"A rerun with --n {result.rerun_n:,} (scenes) decides the {opened} open configuration(s), "
-                      f"if their rates stay as observed.")
+        opened = int((result.table["status"] == "open").sum()) - result.undecidable
+        console.print(f"A rerun with --n {result.rerun_n:,} (scenes) decides the {opened} open configuration(s) a "
+                      f"rerun can decide, if their rates stay as observed.")
+    if result.undecidable:
+        console.print(f"{result.undecidable} open configuration(s) cannot be decided by a rerun: their family holds "
+                      "fewer problems than the bounds need (the reasons say what the set can show at most, and what "
+                      "would decide instead).")
 
 
 @app.command("check-adapter")

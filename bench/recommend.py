@@ -13,7 +13,10 @@ rates is within its threshold and its median end-to-end time per case fits the b
 A configuration that does not qualify is **out** (an observed rate already at or above a
 threshold, or over budget) or **open** (no rule broken, but too few cases to show the bound:
 ``needed_cases`` says how many a rerun needs if the rates stay as observed, ``needed_n`` the
-``--n`` in scenes). Rates count distinct cases, each once with its worst outcome
+``--n`` in scenes). Where the family holds a fixed set (a ``files`` folder: ``family_cases``
+in the rows), a rerun cannot take more scenes than it holds: such an open configuration is
+*undecided* by a rerun, and its reason says the best bound the whole set can show and what
+would decide instead (more problems, a looser threshold). Rates count distinct cases, each once with its worst outcome
 (``bench.results``). Every number comes from verified outcomes: a solver's own status flag
 never decides anything here.
 """
@@ -51,6 +54,8 @@ CRITERIA = (
               "without an uncertain or failed answer"),
     Criterion("wrong", ("false_reject", "suboptimal"), "max_wrong", "wrong-answer", "without a wrong answer"),
 )
+#: the CLI option of each threshold (named in advice)
+OPTIONS = {"max_false_accept": "--max-false-accept", "max_uncertain": "--max-uncertain", "max_wrong": "--max-wrong"}
 
 
 @dataclass(frozen=True)
@@ -79,11 +84,14 @@ class Thresholds:
 class Recommendation:
     """The assessment of every configuration (``table``: qualifying ones first, per family,
     kind and batch size fastest first and ranked, then open, then out), the thresholds, and ``rerun_n``: the ``--n`` (scenes) a
-    rerun needs to decide every open configuration (None when none is open)."""
+    rerun needs to decide every open configuration a rerun can decide (None when none is);
+    ``undecidable``: how many open ones their family's fixed set cannot decide (see the module
+    docstring)."""
 
     table: pd.DataFrame
     thresholds: Thresholds
     rerun_n: int | None
+    undecidable: int = 0
 
     @property
     def qualifying(self) -> pd.DataFrame:
@@ -102,7 +110,7 @@ class Recommendation:
                 return bool(value)
             return value
         records = [{k: clean(v, k) for k, v in rec.items()} for rec in self.table.to_dict("records")]
-        return {"thresholds": asdict(self.thresholds), "rerun_n": self.rerun_n,
+        return {"thresholds": asdict(self.thresholds), "rerun_n": self.rerun_n, "undecidable": self.undecidable,
                 "qualifying": [r for r in records if r["status"] == "qualifies"],
                 "open": [r for r in records if r["status"] == "open"],
                 "out": [r for r in records if r["status"] == "out"]}
@@ -127,14 +135,23 @@ def select(rows: pd.DataFrame, family: str | None = None, kind: str | None = Non
     return rows
 
 
-def _judge(k: int, n: int, limit: float, crit: Criterion, confidence: float) -> tuple[str, str, int | None, float]:
-    """``(state, reason, needed cases, bound)`` of one criterion: ``met``, ``open`` or ``out``."""
+def _judge(k: int, n: int, limit: float, crit: Criterion, confidence: float,
+           most_cases: int | None = None) -> tuple[str, str, int | None, float]:
+    """``(state, reason, needed cases, bound)`` of one criterion: ``met``, ``open`` or ``out``.
+    ``most_cases``: the most cases the family can give (None: no limit); an open criterion
+    needing more gives ``needed`` None and says what the whole set can show at best."""
     bound = stats.rate_upper_bound(k, n, confidence)
     if bound <= limit:
         return "met", "", None, bound
     needed = stats.cases_to_show(k, n, limit, confidence)
     if needed is None:
         return "out", f"{crit.label} bound {results.sci(bound)} > {results.sci(limit)} ({k:,} of {n:,})", None, bound
+    if most_cases is not None and needed > most_cases:
+        best = stats.rate_upper_bound(k, most_cases, confidence)
+        return ("open", f"needs {needed:,} cases to show {crit.label} <= {results.sci(limit)}, but the family holds "
+                f"{most_cases:,}: {most_cases:,} cases can show at most {results.sci(best)} ({k:,} seen); decide it "
+                f"with more problems (a larger folder) or a looser {OPTIONS[crit.threshold]} (>= {results.sci(best)})",
+                None, bound)
     if k == 0:
         return "open", f"needs {needed:,} cases {crit.without} to show <= {results.sci(limit)}, has {n:,}", needed, bound
     return ("open", f"needs about {needed:,} cases at the observed {crit.label} rate ({k:,} of {n:,}) to show "
@@ -151,24 +168,30 @@ def assess(rows: pd.DataFrame, thresholds: Thresholds = Thresholds()) -> Recomme
     if "n_lps" not in rows:  # cases per scene unknown: one
         rows = rows.assign(n_lps=rows["n_scenes"])
     counts = results.case_counts(rows, KEYS)
-    times = rows.groupby(KEYS, dropna=False).agg(us_per_case=("rank_us", "median"), lps=("n_lps", "max")).reset_index()
+    if "family_cases" not in rows:  # rows of an older contactbench: no known limit
+        rows = rows.assign(family_cases=-1)
+    times = rows.groupby(KEYS, dropna=False).agg(us_per_case=("rank_us", "median"), lps=("n_lps", "max"),
+                                                 most_scenes=("family_cases", "max")).reset_index()
     table = intervals.add_time_intervals(counts.merge(times, on=KEYS, how="left"), rows, KEYS, conf)
     records = []
     for _, r in table.iterrows():
         n = int(r["cases"])
         rec = {"config": r["config"], "solver": r["solver_label"], "device": r["device"], "dtype": r["dtype"],
                "family": r["family_label"], "kind": r["kind"], "scenes": int(r["n_scenes"]), "cases": n}
+        per_scene = max(int(r["lps"]) / max(int(r["n_scenes"]), 1), 1.0) if pd.notna(r["lps"]) else 1.0
+        most = int(r["most_scenes"]) if pd.notna(r["most_scenes"]) and r["most_scenes"] > 0 else None
+        most_cases = int(most * per_scene) if most is not None else None
         states, out_reasons, open_reasons = [], [], []
         for crit in CRITERIA:
             k = int(sum(int(r[o]) for o in crit.outcomes if o in r))
-            state, reason, need, bound = _judge(k, n, getattr(thresholds, crit.threshold), crit, conf)
+            state, reason, need, bound = _judge(k, n, getattr(thresholds, crit.threshold), crit, conf, most_cases)
             rec[crit.name] = k
             rec[f"{crit.name}_bound"] = bound
             states.append(state)
             if state == "out":
                 out_reasons.append(reason)
-            elif state == "open":
-                open_reasons.append((need, reason))
+            elif state == "open":  # an undecidable one (need None) sorts above every number
+                open_reasons.append((math.inf if need is None else need, reason))
         t = float(r["us_per_case"])
         if not np.isfinite(t):
             states.append("out")
@@ -177,13 +200,14 @@ def assess(rows: pd.DataFrame, thresholds: Thresholds = Thresholds()) -> Recomme
             states.append("out")
             out_reasons.append(f"over budget: {results.us_text(t)} us per case")
         status = "out" if "out" in states else "open" if "open" in states else "qualifies"
-        per_scene = max(int(r["lps"]) / max(int(r["n_scenes"]), 1), 1.0) if pd.notna(r["lps"]) else 1.0
         # an out configuration gives what rules it out; an open one the rule needing the most cases
         need, reason = max(open_reasons, key=lambda x: x[0]) if status == "open" else (None, "")
+        need = None if need == math.inf else need
         rec.update(us_per_case=t, time_low_us=float(r["time_low_us"]), time_high_us=float(r["time_high_us"]),
                    status=status, reasons=out_reasons if status == "out" else [reason] if reason else [],
                    needed_cases=need,
-                   needed_n=int(math.ceil(need / per_scene)) if need else None)
+                   needed_n=int(math.ceil(need / per_scene)) if need else None,
+                   decidable=status != "open" or need is not None)
         records.append(rec)
     out = pd.DataFrame(records)
     order = {"qualifies": 0, "open": 1, "out": 2}
@@ -191,8 +215,10 @@ def assess(rows: pd.DataFrame, thresholds: Thresholds = Thresholds()) -> Recomme
                                                              na_position="last")
     out = out.drop(columns="_s").reset_index(drop=True)
     out = _rank_qualifying(out)
-    open_n = out.loc[out["status"] == "open", "needed_n"].dropna()
-    return Recommendation(out, thresholds, int(open_n.max()) if len(open_n) else None)
+    is_open = out["status"] == "open"
+    open_n = out.loc[is_open, "needed_n"].dropna()
+    return Recommendation(out, thresholds, int(open_n.max()) if len(open_n) else None,
+                          int((is_open & ~out["decidable"]).sum()))
 
 
 def _rank_qualifying(table: pd.DataFrame) -> pd.DataFrame:

@@ -28,7 +28,7 @@ COLUMNS: dict[str, str] = {
     "run_id": "str", "cell_id": "str", "family": "str", "family_label": "str", "kind": "str",
     "family_params": "str", "n_scenes": "int64", "n_lps": "int64", "seed": "int64", "solver": "str",
     "solver_spec": "str", "settings": "str", "dtype": "str", "device": "str", "lp_index": "int64", "case_hash": "str",
-    "generator_version": "int64",
+    "generator_version": "int64", "family_cases": "int64",
     "solver_label": "str", "profile": "str", "status": "str", "native_status": "str", "message": "str",
     "iterations": "int64", "objective": "float64", "outcome": "str", "error_type": "str", "error": "str",
     "repeats": "int64", "ms_batch_median": "float64", "ms_batch_min": "float64", "ms_batch_iqr": "float64",

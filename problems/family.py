@@ -101,6 +101,12 @@ class Family:
         """None when the family can generate here, else why not."""
         return self.unavailable() if self.unavailable else None
 
+    def most_scenes(self, params: dict[str, Any]) -> int | None:
+        """The most scenes ``params`` can give (a fixed set, such as a ``files`` folder), or
+        None where a seed draws as many as asked for. Recorded in every row
+        (``family_cases``), so that ``recommend`` never asks for a rerun the family cannot give."""
+        return None
+
     def parameters(self) -> dict[str, Any]:
         """Parameter name -> default, as ``generate`` accepts them (``kind`` included)."""
         return {"kind": self.default_kind, **{p.name: p.default for p in self.params}}

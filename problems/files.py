@@ -59,11 +59,11 @@ def _check_regular(file: Path) -> None:
         raise ProblemError(f"{file}: is {what}, not a regular .npz file; only regular files are read")
 
 
-def decompressed_bytes(file: Path) -> int:
-    """The bytes the arrays of ``file`` (an ``.npz``) take once loaded, from each member's
-    ``.npy`` header alone (nothing is decompressed past the headers). ``ProblemError`` for
-    a file that is not a zip of ``.npy`` members."""
-    total = 0
+def _headers(file: Path) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """Member name (without ``.npy``) -> (shape, dtype) of the arrays of ``file`` (an
+    ``.npz``), from each member's ``.npy`` header alone (nothing is decompressed past the
+    headers). ``ProblemError`` for a file that is not a zip of ``.npy`` members."""
+    headers = {}
     try:
         with zipfile.ZipFile(file) as archive:
             for member in archive.namelist():
@@ -72,11 +72,30 @@ def decompressed_bytes(file: Path) -> int:
                     read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                                    else np.lib.format.read_array_header_2_0)
                     shape, _fortran, dtype = read_header(fh)
-                    total += int(np.prod(shape, dtype=object)) * dtype.itemsize
-    except ProblemError:
-        raise
+                    headers[member.removesuffix(".npy")] = (tuple(shape), dtype)
     except Exception as exc:  # not a zip, a member that is no .npy
         raise ProblemError(f"{file}: not a readable .npz of arrays ({type(exc).__name__}: {exc})") from None
+    return headers
+
+
+def decompressed_bytes(file: Path) -> int:
+    """The bytes the arrays of ``file`` (an ``.npz``) take once loaded, from the headers
+    (``_headers``)."""
+    return sum(int(np.prod(shape, dtype=object)) * dtype.itemsize for shape, dtype in _headers(file).values())
+
+
+def problem_count(path: str | None = None, kind: str = "lp") -> int:
+    """How many problems the folder ``path`` (None: the shipped example for ``kind``) holds:
+    one per one-problem file, B per batch file (``c`` of shape (B, n)), from the headers.
+    The most scenes a ``files`` run can take; ``ProblemError`` as ``sample`` for a bad folder."""
+    folder = Path(path) if path is not None else EXAMPLE_DIR / kind
+    if not folder.is_dir():
+        raise ProblemError(f"path: expected a directory of .npz problems, got {str(folder)!r}")
+    total = 0
+    for file in sorted(folder.glob("*.npz")):
+        _check_regular(file)
+        shape = _headers(file).get("c", ((0,), None))[0]
+        total += shape[0] if len(shape) == 2 else 1
     return total
 
 
@@ -172,7 +191,11 @@ def sample(n: int, seed: int, *, path: str | None = None, kind: str = "lp", max_
 
 
 class FilesFamily(Family):
-    """``files``: the reader is told the kind, and checks the files against it."""
+    """``files``: the reader is told the kind, and checks the files against it; a folder
+    holds a fixed number of problems (``most_scenes``)."""
+
+    def most_scenes(self, params: dict) -> int | None:
+        return problem_count(params.get("path"), params.get("kind", self.default_kind))
 
     def items(self, n: int, seed: int, params: dict):
         return self.sample(n, seed, path=params.get("path"), kind=params.get("kind", self.default_kind),

@@ -105,6 +105,34 @@ def test_recommend_at_a_tight_threshold_says_how_many_cases_a_rerun_needs(small)
     assert "needs 59 cases without a false accept" in text.stdout
 
 
+def test_a_fixed_set_too_small_for_the_bound_is_undecidable_not_a_rerun_it_cannot_give(small):
+    """The files folder holds 64 LPs: a bound of 1e-2 needs 299 cases, which no rerun of that
+    folder can give. recommend says what 64 cases can show at most, and leaves the folder out of
+    the rerun --n (which planar-box, a drawn family, still gets)."""
+    root, run = small
+    rows = pd.read_parquet(next(run.glob("*files*highs*.parquet")))
+    assert set(rows["family_cases"]) == {64}
+    planar = pd.read_parquet(next(run.glob("*planar-box*highs*.parquet")))
+    assert set(planar["family_cases"]) == {-1}
+    code, out = recommend_json([run], "--max-false-accept", "0.01", "--max-uncertain", "0.2", "--max-wrong", "0.2",
+                               "--budget-us", "1e6", cwd=root)
+    assert code == 1 and out["qualifying"] == []
+    opened = {(r["config"], r["family"]): r for r in out["open"]}
+    files = opened[("highs float64 cpu", "files")]
+    best = results.sci(stats.rate_upper_bound(0, 64))
+    assert best == "4.6e-2"
+    assert files["needed_n"] is None and files["needed_cases"] is None
+    assert files["reasons"] == [f"needs 299 cases to show false-accept <= 1e-2, but the family holds 64: 64 cases can "
+                                f"show at most {best} (0 seen); decide it with more problems (a larger folder) or a "
+                                f"looser --max-false-accept (>= {best})"]
+    assert opened[("highs float64 cpu", "planar-box")]["needed_n"] == 299
+    assert out["rerun_n"] == 299 and out["undecidable"] == 1
+    text = cb("recommend", run, "--max-false-accept", "0.01", "--max-uncertain", "0.2", "--max-wrong", "0.2",
+              "--budget-us", "1e6", cwd=root, env={"COLUMNS": "400"})
+    assert "1 open configuration(s) cannot be decided by a rerun" in text.stdout
+    assert "decides the 2 open configuration(s)" in text.stdout
+
+
 def test_recommend_filters_and_the_budget(small):
     root, run = small
     code, out = recommend_json([run], *LOOSE[:-2], "--budget-us", "0.001", "--family", "files", cwd=root)
