@@ -153,16 +153,25 @@ def run(
     workers: Optional[int] = typer.Option(None, "--workers", help="cells run at once on the embedded Dask LocalCluster (N single-threaded worker processes; with N > 1 the cells' timings share this machine's cores and memory bandwidth); default 1"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="address of an existing Dask scheduler, e.g. tcp://HOST:8786: the cells run on its workers, results are written here"),
     exclusive: bool = typer.Option(False, "--exclusive", help="with --scheduler or --workers: at most one timed cell per host at a time (publishable timings on shared nodes)"),
+    config: Optional[Path] = typer.Option(None, "--config", help="a saved grid (TOML: the grid options under their names, see docs/usage.md); options given here win; every run saves its own as <run>/grid.toml"),
 ) -> None:
     """Run the grid families x solvers x dtypes x devices x sizes; one worker process per cell.
 
     Example: contactbench run -f planar-box -f "quadruped[kind=qp]" -s highs -s "osqp[high_accuracy]" --n 64,256
+
+    Example: contactbench run --config results/runs/latest/grid.toml --run-id again
     """
     try:
         check_run_id(run_id)
+        chosen = _grid_options(ctx, config, family=family, solver=solver, n=_split(n), dtype=_split(dtype),
+                               device=device, seed=seed, repeats=repeats, timeout=timeout, preset=preset)
+        merged = {"family": family, "solver": solver, "n": _split(n), "dtype": _split(dtype), "device": device,
+                  "seed": seed, "repeats": repeats, "timeout": timeout, "preset": preset, **chosen}
         # every grid argument is checked once, where the grid is built (bench.grid.plan)
-        cells, skipped, preset_timeout = grid.plan(preset, family, solver, _split(n), _split(dtype), device, seed,
-                                                   repeats, timeout)
+        cells, skipped, preset_timeout = grid.plan(merged["preset"], merged["family"], merged["solver"],
+                                                   merged["n"], merged["dtype"], merged["device"], merged["seed"],
+                                                   merged["repeats"], merged["timeout"])
+        timeout = merged["timeout"]
         if workers is not None and scheduler:
             _fail("--workers: not with --scheduler (the cluster's workers run the cells)")
         if workers is not None:
@@ -174,24 +183,45 @@ def run(
 
             check_scheduler_address(scheduler)
         if resume:
-            cells, skipped, timeout = _resumed_grid(ctx, out, run_id, cells, timeout)
+            cells, skipped, timeout, chosen = _resumed_grid(ctx, out, run_id, cells, timeout, chosen, config)
     except BenchError as exc:
         _fail(_cli_names(str(exc)))
     if not cells:
         _fail("nothing to run: every combination was skipped: " + "; ".join(f"{a}: {b}" for a, b in skipped))
     _execute(ctx, cells, skipped, out, run_id, resume, timeout if timeout is not None else preset_timeout,
-             scheduler=scheduler, workers=workers, exclusive=exclusive)
+             scheduler=scheduler, workers=workers, exclusive=exclusive, grid_options=chosen)
 
 
 #: the options of ``run`` that choose its grid (a resumed run keeps the one it recorded)
 GRID_OPTIONS = ("family", "solver", "n", "dtype", "device", "seed", "repeats", "preset")
 
 
-def _resumed_grid(ctx: typer.Context, out: Path, run_id: Optional[str], cells: list,
-                  timeout: Optional[float]) -> tuple[list, list, Optional[float]]:
-    """``(cells, skipped, timeout)`` a ``--resume`` continues: the grid its ``run.json``
-    recorded. Grid options given on the command line must name that same grid
-    (``ProblemError`` naming them otherwise); ``--timeout`` may change, else the recorded one."""
+def _given(ctx: typer.Context) -> set[str]:
+    """The names of the options given on the command line (by name: typer may bring a click
+    of its own)."""
+    return {name for name in ctx.params if getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"}
+
+
+def _grid_options(ctx: typer.Context, config: Optional[Path], **values) -> dict:
+    """The grid options this run was given, as a grid file holds them (``bench.gridfile``):
+    those of the command line, then those of ``config`` the command line left out; an option
+    left to its default is absent."""
+    from . import gridfile
+
+    given = _given(ctx)
+    chosen = {k: v for k, v in values.items() if k in given and v not in (None, [])}
+    if "n" in chosen:  # "64,256" on the command line: integers, as a file holds them
+        chosen["n"] = grid.sizes_of(chosen["n"])
+    if config is not None:
+        chosen = {**gridfile.read(config), **chosen}
+    return gridfile.check(chosen, "run")
+
+def _resumed_grid(ctx: typer.Context, out: Path, run_id: Optional[str], cells: list, timeout: Optional[float],
+                  chosen: dict, config: Optional[Path]) -> tuple[list, list, Optional[float], dict]:
+    """``(cells, skipped, timeout, grid options)`` a ``--resume`` continues: the grid its
+    ``run.json`` recorded. Grid options given on the command line or by ``--config`` must
+    name that same grid (``ProblemError`` naming them otherwise); ``--timeout`` may change,
+    else the recorded one."""
     run_dir = rundir.resume_dir(out, run_id)
     manifest = rundir.read_manifest(run_dir)
     if not isinstance(manifest.get("cells"), list):
@@ -202,8 +232,7 @@ def _resumed_grid(ctx: typer.Context, out: Path, run_id: Optional[str], cells: l
     except (BenchError, KeyError, TypeError, ValueError) as exc:
         raise BenchError(f"--resume: the grid recorded in {str(run_dir / 'run.json')!r} does not read "
                          f"({type(exc).__name__}: {exc}); start a new run instead") from None
-    given = [name for name in GRID_OPTIONS  # (by name: typer may bring a click of its own)
-             if getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"]
+    given = [name for name in GRID_OPTIONS if name in _given(ctx)] + (["config"] if config is not None else [])
     if given and {c.cell_id for c in cells} != {c.cell_id for c in recorded}:
         options = ", ".join("--" + name for name in given)
         raise BenchError(f"--resume: {options} name another grid than the one {str(run_dir.name)!r} recorded "
@@ -212,7 +241,8 @@ def _resumed_grid(ctx: typer.Context, out: Path, run_id: Optional[str], cells: l
     recorded_timeout = manifest.get("timeout")
     if timeout is None and isinstance(recorded_timeout, (int, float)):
         timeout = float(recorded_timeout)
-    return recorded, [tuple(s) for s in manifest.get("skipped", [])], timeout
+    recorded_grid = manifest.get("grid") if isinstance(manifest.get("grid"), dict) else chosen
+    return recorded, [tuple(s) for s in manifest.get("skipped", [])], timeout, recorded_grid
 
 
 def _dask_client(stack: contextlib.ExitStack, scheduler: Optional[str], workers: Optional[int], cells: list):
@@ -301,7 +331,7 @@ def _cell_title(cell: grid.Cell) -> str:
 
 def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: Optional[str], resume: bool,
              timeout: float, scheduler: Optional[str] = None, workers: Optional[int] = None,
-             exclusive: bool = False) -> Path:
+             exclusive: bool = False, grid_options: Optional[dict] = None) -> Path:
     """Run ``cells`` into a run directory under ``out`` on Dask (the cluster at ``scheduler``,
     else an embedded one of ``workers`` processes) with progress output; print the summary."""
     from . import problemsets
@@ -321,14 +351,17 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
         except OSError as exc:  # a full or read-only disk: nothing of the run was created
             _write_failed(out, exc)
         return _execute_on(ctx, client, not scheduler, cells, skipped, run_dir, out, resume, timeout, exclusive,
-                           stage)
+                           stage, grid_options or {})
 
 
 def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped: list, run_dir: Path, out: Path,
-                resume: bool, timeout: float, exclusive: bool, stage: Path) -> Path:
+                resume: bool, timeout: float, exclusive: bool, stage: Path, grid_options: dict) -> Path:
     """``_execute`` once the run directory is chosen, its problem sets generated into
     ``stage`` and the Dask client connected. A resumed run keeps the command line and start
-    time it recorded first, and lists each resumption under ``resumed``."""
+    time it recorded first, and lists each resumption under ``resumed``; the grid options
+    are recorded under ``grid`` and as ``grid.toml`` (``bench.gridfile``)."""
+    from . import gridfile
+
     name = run_dir.name
     command = _command_line(ctx)
     now = datetime.now(timezone.utc).isoformat()
@@ -338,7 +371,7 @@ def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped
         rundir.move_batches(stage, run_dir / "batches")
         manifest = {
             "run_id": name, "command": command, "started": now,
-            "cells": [c.to_dict() for c in cells], "skipped": skipped, "timeout": timeout,
+            "grid": grid_options, "cells": [c.to_dict() for c in cells], "skipped": skipped, "timeout": timeout,
             "tolerances": DEFAULT_TOLERANCES.as_dict(),
             "engine": {**_engine(client, embedded), "exclusive": exclusive},
         }
@@ -346,6 +379,7 @@ def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped
             manifest.update(command=previous["command"], started=previous.get("started", ""),
                             resumed=[*previous.get("resumed", []), {"command": command, "started": now}])
         rundir.write_manifest(run_dir, manifest)
+        (run_dir / "grid.toml").write_text(gridfile.to_toml(grid_options))
         rundir.point_latest(out, run_dir)
     except OSError as exc:
         _write_failed(run_dir, exc)

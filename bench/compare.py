@@ -16,8 +16,9 @@ verdicts of a row:
 
 ``worse`` is any of slower, less correct, less safe. Configurations present in one run only
 are listed apart. ``notes`` says where the runs differ in what may explain a difference:
-the machine (host, CPU), the engine layout (workers, cells at once, exclusive), package
-versions, XLA and allocator settings.
+the machine (host, CPU), the engine layout (workers, cells at once, exclusive), the grid
+(seed, repeats, timeout, preset: ``run.json``'s ``grid``), package versions, XLA and
+allocator settings.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ WORSE = ("slower", "less correct", "less safe")
 #: env columns whose difference between the runs is noted
 NOTED_ENV = ("env_host", "env_cpu", "env_python", "env_numpy", "env_scipy", "env_highspy", "env_jax", "env_jaxlib",
              "env_linrax", "env_xla_flags", "env_malloc", "env_jax_matmul_precision")
+#: grid options (run.json ``grid``, ``bench.gridfile``) whose difference is noted (the others
+#: show as configurations of one run only)
+NOTED_GRID = ("seed", "repeats", "timeout", "preset")
 #: engine fields (run.json) whose difference is noted
 NOTED_ENGINE = ("kind", "workers", "cells_at_once", "exclusive", "hosts", "embedded", "timings_share_a_host")
 
@@ -164,12 +168,16 @@ def _notes(base: pd.DataFrame, new: pd.DataFrame, base_dirs, new_dirs) -> list[s
         if a != b:
             what = {"env_host": "different machines", "env_cpu": "different CPUs"}.get(column, column.removeprefix("env_"))
             notes.append(f"{what}: BASE {', '.join(a) or '-'}; NEW {', '.join(b) or '-'}")
-    engines = [[read_manifest(d).get("engine", {}) for d in dirs] for dirs in (base_dirs, new_dirs)]
-    for name in NOTED_ENGINE:
-        a = sorted({str(e.get(name)) for e in engines[0] if name in e})
-        b = sorted({str(e.get(name)) for e in engines[1] if name in e})
-        if a and b and a != b:
-            notes.append(f"engine layout differs, {name}: BASE {', '.join(a)}; NEW {', '.join(b)}")
+    manifests = [[read_manifest(d) for d in dirs] for dirs in (base_dirs, new_dirs)]
+    for field_name, names, what in (("engine", NOTED_ENGINE, "engine layout differs"),
+                                    ("grid", NOTED_GRID, "grids differ")):
+        # (a run of an older contactbench records no grid: nothing to compare)
+        records = [[m[field_name] for m in side if isinstance(m.get(field_name), dict)] for side in manifests]
+        for name in names:
+            a, b = (sorted({str(e.get(name, "(default)")) for e in side if field_name == "grid" or name in e})
+                    for side in records)
+            if a and b and a != b:
+                notes.append(f"{what}, {name}: BASE {', '.join(a)}; NEW {', '.join(b)}")
     return notes
 
 
