@@ -77,11 +77,22 @@ except ImportError:  # pragma: no cover - hypothesis is in the test extra
     pass
 
 
+def _missing(name: str) -> str | None:
+    """Why the adapter or family ``name`` cannot be used here (None: it can)."""
+    import problems
+
+    if name in solvers.available():
+        return solvers.available()[name]
+    if name in problems.families():
+        return problems.families()[name].reason_unavailable()
+    return "neither an adapter nor a family registered here"
+
+
 def pytest_runtest_setup(item):
-    """``@pytest.mark.needs("osqp", ...)``: skip with the reason where an adapter is missing
-    (its extra not installed), instead of failing."""
+    """``@pytest.mark.needs("osqp", "humanoid", ...)``: skip with the reason where an adapter
+    or a problem family is missing (its extra not installed), instead of failing."""
     for mark in item.iter_markers(name="needs"):
-        missing = {name: solvers.available().get(name, "not registered") for name in mark.args}
+        missing = {name: _missing(name) for name in mark.args}
         missing = {name: why for name, why in missing.items() if why}
         if missing:
             pytest.skip("needs " + "; ".join(f"{name}: {why}" for name, why in missing.items()))

@@ -41,6 +41,7 @@ def test_suite_has_a_class_per_family_kind_and_every_adapter_config():
     assert len(perf.family_specs()) >= len(problems.families())
 
 
+@pytest.mark.needs("linrax", "altproj")
 def test_cells_that_cannot_run_raise_not_implemented():
     with pytest.raises(NotImplementedError, match="GPU|gpu"):
         if perf.cell_for("planar-box[kind=lp1]", "linrax/float32/gpu", 4):
@@ -55,6 +56,7 @@ def _git(*args: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
+@pytest.mark.needs("highs", "linrax", "clarabel")  # (asv runs in this environment: --python=same)
 def test_asv_run_quick_on_head(tmp_path):
     try:
         commit = _git("rev-parse", "HEAD")

@@ -101,6 +101,7 @@ def test_verify_qp(benchmark):
     assert np.nanmax(checked["primal_residual"][optimal]) < 1e-5
 
 
+@pytest.mark.needs("quadprog", "daqp", "humanoid")
 def test_the_native_speed_benchmark_measures_each_adapter_against_its_bare_loop(capsys):
     """Runs both sides (no wall-time assertion: speed is measured in `make bench`)."""
     from bench import native_speed

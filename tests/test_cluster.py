@@ -71,6 +71,7 @@ def loopback(tmp_path, fake_plugins):
         proc.wait()
 
 
+@pytest.mark.needs("highs", "clarabel", "humanoid")
 def test_the_default_engine_gives_the_outcomes_of_the_cell_computed_in_process(tmp_path):
     """The default preset's families on two adapters: the embedded LocalCluster (the default,
     one worker) and one of two workers give the outcome counts of each cell computed in this
@@ -326,6 +327,7 @@ def test_the_engine_overhead_measurement_runs_both_paths(capsys):
     assert core > 0 and engine > 0 and abs(engine - core - overhead) < 0.11
 
 
+@pytest.mark.needs("linrax")
 def test_each_embedded_worker_solves_on_its_own_device(tmp_path, monkeypatch):
     """Four simulated host devices (as a node with four GPUs would show), two workers: the
     cells of worker i run on device i, and every row names the device it ran on."""

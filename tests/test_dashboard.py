@@ -209,6 +209,7 @@ def test_a_run_on_one_cpu_model_is_not_flagged(published):
     assert "mixed-cpus" not in site.index.read_text()
 
 
+@pytest.mark.needs("highs", "linrax")
 def test_several_batch_sizes_give_scaling_curves_and_a_crossover_table(tmp_path):
     """A loop solver and a batched one at two sizes: the family page plots one line per
     configuration (x = the sizes run) and lists the batched one in the crossover table."""

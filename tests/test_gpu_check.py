@@ -1,6 +1,9 @@
 """``make gpu-check`` (``bench.gpu_check``): refused without a GPU, every step dry-run on the CPU."""
 
+import pytest
 
+
+@pytest.mark.needs("linrax", "linrax-hold")
 def test_gpu_check_refuses_without_a_gpu_and_dry_runs_every_step_on_the_cpu(tmp_path):
     """``make gpu-check``'s module: exit 2 naming the cause where JAX sees no GPU; with
     ``--device cpu`` the same three bounded steps run and write their outputs and a summary."""

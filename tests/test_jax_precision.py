@@ -53,6 +53,7 @@ def test_every_dot_of_a_jax_adapter_is_traced_at_highest_precision(tmp_path, spe
     assert loose == [], f"{spec}: dots without HIGHEST precision"
 
 
+@pytest.mark.needs("linrax", "highs")
 def test_the_rows_record_the_matmul_precision(tmp_path):
     from bench import runner
     from bench.grid import Cell

@@ -31,6 +31,7 @@ def toy_plugin(monkeypatch):
     problems.refresh_families()
 
 
+@pytest.mark.needs("clarabel", "osqp", "linrax")
 def test_a_kind_registered_from_the_tests_runs_verifies_reports_and_publishes(tmp_path, toy_plugin):
     assert "box-lsq" in problems.families() and get_kind("box-lsq").problem_class == "qp"
     cells, skipped = grid.expand(["box-lsq[size=5]"], ["clarabel", "osqp", "linrax"], ["float64"], ["cpu"], [16],

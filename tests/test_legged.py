@@ -136,6 +136,7 @@ def test_altproj_dykstra_reaches_the_optimum_and_ap_a_feasible_point():
     assert (s.extras["max_utilization"][said_feasible] <= 1 + 1e-4).all()
 
 
+@pytest.mark.needs("altproj", "osqp")
 def test_altproj_refuses_other_structures_with_a_clear_error():
     with pytest.raises(ProblemError, match="force-distribution"):
         solvers.get("altproj").solve([1.0, 0.0, 0.0], np.eye(3), [0.3, 1, 0], np.zeros((0, 3)), np.zeros(0),
@@ -167,6 +168,7 @@ def test_qp_and_hold_lp_of_a_stance_agree_on_feasibility():
     assert 0.25 < (qp["truth"] == "feasible").mean() < 0.75
 
 
+@pytest.mark.needs("quadprog")
 def test_solvers_that_break_on_two_feet_show_in_the_rank_deficient_table():
     batch = problems.generate("quadruped", 64, 0, kind="qp")
     ref = compute_reference(batch)
@@ -252,6 +254,7 @@ def test_quadruped_scene_rejects_bad_input():
         quadruped.scene().qp("elliptic")
 
 
+@pytest.mark.needs("linrax")
 def test_standard_form_rejects_bad_bounds_and_cones():
     args = ([0.0, 0.0], np.zeros((0, 2)), np.zeros(0), np.zeros((0, 2)), np.zeros(0))
     with pytest.raises(ProblemError, match="lb"):

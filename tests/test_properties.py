@@ -106,6 +106,8 @@ def test_validation_accepts_or_raises_problem_error(problem, batched):
         assert np.all(eig[..., 0] >= -1e-9 * np.max(np.abs(eig), axis=-1) - 1e-300)
     # and every adapter either takes it or refuses it with ProblemError
     for name in ("highs", "linrax", "clarabel"):
+        if solvers.available().get(name):  # (its extra not installed here)
+            continue
         adapter = solvers.get(name, dtype=solvers.adapters()[name].CAPABILITIES.dtypes[0])
         try:
             adapter.validate(form)

@@ -171,6 +171,8 @@ def test_indefinite_P_is_refused(name):
 def test_magnitudes_at_a_solvers_infinity_are_refused(name):
     """``min -x0 s.t. x0 <= 1e25`` was 'unbounded' for highs, scipy-highs and clarabel; 1e39
     became inf in float32 (mpax hung, linrax said infeasible)."""
+    if solvers.available().get(name):
+        pytest.skip(solvers.available()[name])
     cls = solvers.adapters()[name]
     for dtype in cls.CAPABILITIES.dtypes:
         adapter = solvers.get(name, dtype=dtype)

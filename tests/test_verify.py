@@ -140,6 +140,7 @@ PINNED = [
 ]
 
 
+@pytest.mark.needs("linrax")
 @pytest.mark.parametrize("params", PINNED, ids=["negative-weight", "negative-slack"])
 def test_pinned_linrax_float32_wrong_answer_flagged_success_counts_uncertain(params):
     b = one(planar_box.scene(pad=True, **params))
