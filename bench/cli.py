@@ -545,26 +545,37 @@ def report_cmd(
 
 @app.command("publish")
 def publish_cmd(
+    ctx: typer.Context,
     run_dirs: list[Path] = typer.Argument(..., help="run directories to show together (any machines and devices)"),
     out: Path = typer.Option(Path("results/site"), "--out", help="the site's directory (replaced)"),
     confidence: float = typer.Option(0.95, "--confidence", help="confidence level of every interval on the site"),
     compare_with: Optional[Path] = typer.Option(None, "--compare", help="a BASE run: add compare.html, these runs "
                                                                         "against it (contactbench compare)"),
+    single_file: Optional[Path] = typer.Option(None, "--single-file", help="write the whole dashboard as this one "
+                                               "self-contained HTML file (plots and data inlined, offline) instead of "
+                                               "the --out folder"),
 ) -> None:
     """Build the static comparison dashboard (opens from file://, offline) from one or more runs.
 
     Example: contactbench publish results/runs/latest --compare results/runs/last-release --out results/site
+
+    Example: contactbench publish results/runs/latest --single-file results/report.html
     """
     from . import publish
 
     _check_confidence(confidence)
+    if single_file is not None and "out" in _given(ctx):
+        _fail("--out: not with --single-file (the file is the whole output)")
     try:
-        site = publish.publish(run_dirs, out, confidence=confidence,
-                               compare_with=[compare_with] if compare_with is not None else None)
+        bases = [compare_with] if compare_with is not None else None
+        if single_file is not None:
+            site = publish.publish_single_file(run_dirs, single_file, confidence=confidence, compare_with=bases)
+        else:
+            site = publish.publish(run_dirs, out, confidence=confidence, compare_with=bases)
     except BenchError as exc:
         _fail(str(exc))
     except OSError as exc:  # read-only, full: the previous site (if any) is left as it was
-        _write_error("--out", out, exc)
+        _write_error("--single-file" if single_file is not None else "--out", single_file or out, exc)
     console.print(f"dashboard: {len(site.family_pages)} families, {site.configurations} configurations "
                   f"from {site.runs} run(s)")
     console.print(f"open {site.index.resolve().as_uri()}")

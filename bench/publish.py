@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -419,6 +420,44 @@ def publish(run_dirs: list[Path | str], out: Path | str, confidence: float = int
 
 
 
+def publish_single_file(run_dirs: list[Path | str], file: Path | str,
+                        confidence: float = intervals.DEFAULT_CONFIDENCE,
+                        compare_with: list[Path | str] | None = None) -> Site:
+    """The dashboard of ``run_dirs`` (as ``publish``) as one self-contained HTML file ``file``
+    (``bench.single_file``: Plotly and the data inlined, every page in it, offline), written
+    whole or not at all. ``ProblemError`` when ``file`` is a folder or does not end in
+    ``.html``, and as ``publish``."""
+    import tempfile
+
+    from .single_file import bundle
+
+    file = Path(file)
+    if file.suffix.lower() not in (".html", ".htm"):
+        raise ProblemError(f"--single-file: expected a file name ending in .html, got {str(file)!r}")
+    if file.is_dir():
+        raise ProblemError(f"--single-file: {str(file)!r} is a folder; name the HTML file to write")
+    if not run_dirs:
+        raise ProblemError("run_dirs: expected at least one run directory")
+    confidence = intervals.check_confidence(confidence)
+    run_dirs = [Path(d) for d in run_dirs]
+    rows = results.load(run_dirs)
+    versus = None
+    if compare_with:
+        from . import compare
+
+        versus = (compare_with, compare.compare(compare_with, run_dirs, confidence=confidence))
+    file.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".contactbench-site-", dir=file.parent) as tmp:
+        site = _build_site(rows, run_dirs, Path(tmp) / "site", file.parent, confidence, versus)
+        pages = ["index.html", *(p.name for p in site.family_pages.values()),
+                 *(["compare.html"] if versus is not None else [])]
+        part = Path(tmp) / file.name
+        part.write_text(bundle(Path(tmp) / "site", pages), encoding="utf-8")
+        os.replace(part, file)
+    return Site(out=file, index=file, family_pages={k: file for k in site.family_pages},
+                configurations=site.configurations, runs=site.runs)
+
+
 def _interval_texts(table: pd.DataFrame) -> list[str]:
     return [results.interval_text(t, lo, hi) for t, lo, hi in
             zip(table["rank_us"], table["time_low_us"], table["time_high_us"])]
@@ -532,5 +571,5 @@ def _write_compare_page(out: Path, env, common: dict, base_dirs, comparison) -> 
     (out / "compare.html").write_text(page, encoding="utf-8")
 
 
-__all__ = ["Site", "publish", "shifted_geometric_mean", "performance_profile", "case_times", "family_table",
+__all__ = ["Site", "publish", "publish_single_file", "shifted_geometric_mean", "performance_profile", "case_times", "family_table",
            "ranked", "disagreements", "scaling_table", "crossover", "speed_ratios", "recommendation_box"]

@@ -128,54 +128,120 @@ def _chromium() -> str | None:
     return None
 
 
-def test_dashboard_renders_in_headless_chromium(published):
-    site, rows = published
+def _expected(rows: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """Per family: table rows (one per configuration x kind x size), scatter traces (one per
+    solver) and profile curves (one per configuration and kind); the hostile copy adds one
+    configuration to planar-box."""
+    expected = {
+        "rows": {fam: grp.groupby(["solver_label", "dtype", "device", "kind", "n_scenes"]).ngroups
+                 for fam, grp in rows.groupby("family_label")},
+        "solvers": {fam: grp["solver_label"].nunique() for fam, grp in rows.groupby("family_label")},
+        "profiles": {fam: grp.groupby(["solver_label", "dtype", "device", "kind"]).ngroups
+                     for fam, grp in rows.groupby("family_label")},
+    }
+    for counts in expected.values():
+        counts["planar-box"] += 1
+    return expected
+
+
+def _browser_page(p, browser_path):
+    """A headless Chromium page with every network request refused and recorded, and the
+    console errors, page errors and dialogs recorded: ``(browser, page, errors, remote, dialogs)``."""
+    browser = p.chromium.launch(executable_path=browser_path, args=[
+        "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+        "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND"])
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors, remote, dialogs = [], [], []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.route("**/*", lambda route: (remote.append(route.request.url), route.abort())
+               if not route.request.url.startswith("file://") else route.continue_())
+    return browser, page, errors, remote, dialogs
+
+
+def _check_family_page(page, family: str, expected: dict) -> None:
+    """The family page shown in ``page`` has its plots drawn and one table row per configuration."""
+    page.wait_for_function("() => document.getElementById('profile') && "
+                           "document.getElementById('profile').data !== undefined")
+    n_rows = page.evaluate("() => [...document.querySelectorAll('table.family-table')]"
+                           ".reduce((n, t) => n + t.rows.length - 1, 0)")
+    traces = page.evaluate("() => ['scatter', 'profile'].map(id => document.getElementById(id).data.length)")
+    svg = page.evaluate("() => document.querySelectorAll('#scatter .scatterlayer .trace').length")
+    assert n_rows == expected["rows"][family], family
+    assert traces[0] == expected["solvers"][family] and svg == traces[0], family
+    assert traces[1] == expected["profiles"][family], family
+
+
+def _need_chromium() -> str:
     browser_path = _chromium()
     if browser_path is None:
         if os.environ.get("CI"):
             pytest.fail("Chromium is not installed; .ci/run installs Debian's chromium")
         pytest.skip("Chromium is not installed (apt-get install chromium)")
+    return browser_path
+
+
+def test_dashboard_renders_in_headless_chromium(published):
+    site, rows = published
+    browser_path = _need_chromium()
     from playwright.sync_api import sync_playwright
 
-    # expected: one table row per configuration x kind x size (+ header); traces per solver
-    expected_rows = {fam: grp.groupby(["solver_label", "dtype", "device", "kind", "n_scenes"]).ngroups
-                     for fam, grp in rows.groupby("family_label")}
-    expected_rows["planar-box"] += 1  # the hostile copy is a configuration of its own
-    expected_solvers = {fam: grp["solver_label"].nunique() for fam, grp in rows.groupby("family_label")}
-    expected_solvers["planar-box"] += 1
-    # one profile curve per configuration and kind (the hostile copy solved highs' planar cases)
-    expected_profiles = {fam: grp.groupby(["solver_label", "dtype", "device", "kind"]).ngroups
-                         for fam, grp in rows.groupby("family_label")}
-    expected_profiles["planar-box"] += 1
+    expected = _expected(rows)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=browser_path, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-            "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND"])
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        errors, remote, dialogs = [], [], []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-        page.route("**/*", lambda route: (remote.append(route.request.url), route.abort())
-                   if not route.request.url.startswith("file://") else route.continue_())
+        browser, page, errors, remote, dialogs = _browser_page(p, browser_path)
         page.goto(site.index.as_uri())
         overview = page.evaluate("() => [...document.querySelectorAll('table.overview')].map(t => t.rows.length)")
         assert len(overview) == 3 and all(n >= 2 for n in overview)
         for family, path in site.family_pages.items():
             page.goto(path.as_uri())
-            page.wait_for_function("() => document.getElementById('profile').data !== undefined")
-            n_rows = page.evaluate("() => [...document.querySelectorAll('table.family-table')]"
-                                   ".reduce((n, t) => n + t.rows.length - 1, 0)")
-            traces = page.evaluate("() => ['scatter', 'profile'].map(id => document.getElementById(id).data.length)")
-            svg = page.evaluate("() => document.querySelectorAll('#scatter .scatterlayer .trace').length")
-            assert n_rows == expected_rows[family], family
-            assert traces[0] == expected_solvers[family] and svg == traces[0], family
-            assert traces[1] == expected_profiles[family], family
+            _check_family_page(page, family, expected)
             if family == "near-boundary":
                 page.screenshot(path=str(SCREENSHOT), full_page=True)
         browser.close()
     assert errors == [] and dialogs == [] and remote == []
     assert SCREENSHOT.stat().st_size > 10_000
+
+
+def test_the_single_file_report_holds_every_page_and_renders_offline(published, tmp_path):
+    """``publish --single-file``: one HTML file, nothing beside it, no reference to a file or
+    a network; in the browser, the overview first, every family page reached by its link from
+    the header, with its plots and tables, and an in-page anchor keeps the page shown."""
+    site, rows = published
+    run_dirs = [site.out.parent / "runs" / "small", site.out.parent / "runs" / "evil"]  # (the fixture's)
+    file = tmp_path / "out" / "report.html"
+    result = publish.publish_single_file(run_dirs, file)
+    assert result.index == file and sorted(p.name for p in file.parent.iterdir()) == ["report.html"]
+    text = file.read_text()
+    head, body = text.split("</head>")
+    assert len(head.split("<script>")[1]) > 1_000_000  # Plotly, inlined (its own strings name its web site)
+    assert EVIL not in body and '<script>alert("x")' not in body
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", body, re.IGNORECASE)
+    assert not re.search(r"<(script|link|img|iframe)\b[^>]*\b(src|href)=", head.split("<script>")[0] + body)
+    assert "assets/" not in body
+    assert text.count("<template id=\"page-") == 1 + len(site.family_pages)
+    browser_path = _need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    expected = _expected(rows)
+    with sync_playwright() as p:
+        browser, page, errors, remote, dialogs = _browser_page(p, browser_path)
+        page.goto(file.as_uri())
+        overview = page.evaluate("() => [...document.querySelectorAll('#page table.overview')].map(t => t.rows.length)")
+        assert len(overview) == 3 and all(n >= 2 for n in overview)
+        for family, path in site.family_pages.items():
+            page.click(f"header a[href='#/{path.name}']")
+            page.wait_for_function(f"() => location.hash === '#/{path.name}'")
+            _check_family_page(page, family, expected)
+            assert page.evaluate("() => document.querySelectorAll('#page header').length") == 1
+        page.evaluate("() => { location.hash = '#provenance'; }")
+        page.wait_for_timeout(200)
+        assert page.evaluate("() => document.querySelector('#page table.provenance') !== null")
+        assert page.evaluate("() => document.getElementById('profile') !== null")  # still the last family page
+        page.click("header a[href='#/index.html']")
+        page.wait_for_function("() => document.querySelectorAll('#page table.overview').length === 3")
+        browser.close()
+    assert errors == [] and dialogs == [] and remote == []
 
 
 def test_publish_names_the_bad_run_directory(tmp_path):
@@ -233,3 +299,19 @@ def test_several_batch_sizes_give_scaling_curves_and_a_crossover_table(tmp_path)
     assert all(sorted(t["x"]) == [4, 16] for t in figure["data"])
     crossover = re.search(r'<table id="crossover">(.*?)</table>', page, re.S).group(1)
     assert "linrax float64 cpu" in crossover and "highs float64 cpu" not in crossover  # only batched ones
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--single-file", "report.txt"], "--single-file: expected a file name ending in .html, got 'report.txt'"),
+    (["--single-file", "report.html", "--out", "site"], "--out: not with --single-file"),
+    (["--single-file", "."], "expected a file name ending in .html"),
+])
+def test_bad_single_file_arguments_exit_2_and_write_nothing(tmp_path, args, words):
+    from typer.testing import CliRunner
+
+    from bench.cli import app
+
+    (tmp_path / "run").mkdir()
+    res = CliRunner().invoke(app, ["publish", str(tmp_path / "run"), *args], terminal_width=250)
+    assert res.exit_code == 2 and words in " ".join(res.output.split()), res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
