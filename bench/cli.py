@@ -551,6 +551,8 @@ def publish_cmd(
     confidence: float = typer.Option(0.95, "--confidence", help="confidence level of every interval on the site"),
     compare_with: Optional[Path] = typer.Option(None, "--compare", help="a BASE run: add compare.html, these runs "
                                                                         "against it (contactbench compare)"),
+    threshold: float = typer.Option(1.1, "--threshold", help="with --compare: the time ratio beyond which slower / "
+                                                            "faster is called"),
     single_file: Optional[Path] = typer.Option(None, "--single-file", help="write the whole dashboard as this one "
                                                "self-contained HTML file (plots and data inlined, offline) instead of "
                                                "the --out folder"),
@@ -569,9 +571,10 @@ def publish_cmd(
     try:
         bases = [compare_with] if compare_with is not None else None
         if single_file is not None:
-            site = publish.publish_single_file(run_dirs, single_file, confidence=confidence, compare_with=bases)
+            site = publish.publish_single_file(run_dirs, single_file, confidence=confidence, compare_with=bases,
+                                               threshold=threshold)
         else:
-            site = publish.publish(run_dirs, out, confidence=confidence, compare_with=bases)
+            site = publish.publish(run_dirs, out, confidence=confidence, compare_with=bases, threshold=threshold)
     except BenchError as exc:
         _fail(str(exc))
     except OSError as exc:  # read-only, full: the previous site (if any) is left as it was

@@ -36,6 +36,8 @@ SGM_SHIFT_US = 10.0
 PROFILE_TAU_MAX = 1e3
 #: the most disagreeing cases listed per family page.
 MAX_DRILL_CASES = 200
+#: tables longer than this many rows are folded (``<details>``, closed) on a family page
+FOLD_ROWS = 20
 #: the column naming one case (``bench.results.case_ids``: its content, not its parameters)
 CASE_KEY = results.CASE_KEY
 
@@ -190,16 +192,33 @@ def scatter_figure(table: pd.DataFrame):
                 "arrayminus": np.maximum(minus, 0).tolist(), "thickness": 1}
 
     fig = go.Figure()
+    colours = solver_colours(table["solver_label"])
     for solver, grp in table.groupby("solver_label", sort=True):
+        symbols = [DTYPE_SYMBOLS.get(str(d), "square") + ("-open" if str(dev) == "gpu" else "")
+                   for d, dev in zip(grp["dtype"], grp["device"])]
         fig.add_trace(go.Scatter(
             x=grp["rank_us"], y=grp["correct_pct"], mode="markers", name=str(solver),
-            text=(grp["config"] + " / " + grp["kind"]).tolist(), marker={"size": 10},
+            text=(grp["config"] + " / " + grp["kind"]).tolist(),
+            marker={"size": 11, "color": colours[str(solver)], "symbol": symbols},
             error_x=bars(grp, "time_low_us", "time_high_us", "rank_us"),
             error_y=bars(grp, "correct_low", "correct_high", "correct_pct", 100.0),
             hovertemplate="%{text}<br>%{x:.3g} us per case<br>%{y:.2f} % correct<extra></extra>"))
     fig.update_layout(xaxis={"type": "log", "title": "microseconds per case, end to end (median, log scale)"},
                       yaxis={"title": "correct (%)"}, margin={"t": 30}, height=460, legend={"title": "solver"})
     return fig
+
+
+#: the scatter's marker per dtype (open markers: GPU)
+DTYPE_SYMBOLS = {"float64": "circle", "float32": "diamond"}
+
+
+def solver_colours(labels) -> dict[str, str]:
+    """One colour per distinct solver label (sorted), none reused for up to 48 solvers
+    (Plotly's Dark24 then Light24 palettes)."""
+    from plotly.colors import qualitative
+
+    palette = [*qualitative.Dark24, *qualitative.Light24]
+    return {label: palette[i % len(palette)] for i, label in enumerate(sorted(map(str, set(labels))))}
 
 
 #: the most configurations per kind and batch size in a family page's ratio table.
@@ -353,14 +372,36 @@ def page_names(labels: list[str]) -> dict[str, str]:
 
 
 def _records(df: pd.DataFrame) -> list[dict]:
-    """Rows as dicts of display strings (numbers formatted, NaN blank)."""
+    """Rows as dicts of display strings: numbers in the one style of every table
+    (``bench.results.number_text``), NaN blank, text as it is."""
     def fmt(v):
-        if isinstance(v, (float, np.floating)):
-            return "" if not np.isfinite(v) else f"{v:.4g}"
-        if isinstance(v, (bool, np.bool_)):
-            return "yes" if v else "no"
-        return "" if v is None else str(v)
+        if isinstance(v, (int, float, np.integer, np.floating, bool, np.bool_)) or v is None:
+            return results.number_text(v)
+        return str(v)
     return [{k: fmt(v) for k, v in rec.items()} for rec in df.to_dict("records")]
+
+
+#: the headers the dashboard shows for its columns (any other: underscores as spaces)
+HEADERS = {
+    "rank": "rank", "solver_label": "solver", "config": "configuration", "device": "device", "dtype": "dtype",
+    "kind": "kind", "scenes": "scenes", "n_scenes": "scenes", "n": "cases", "cases": "cases",
+    "correct": "correct", "suboptimal": "suboptimal", "false_accept": "false accepts",
+    "false_reject": "false rejects", "uncertain": "uncertain", "failed": "failed", "correct_pct": "correct %",
+    "false_accept_bound": "false accepts \u2264", "e2e_us_per_case": "\u00b5s per case, end to end",
+    "e2e_us_interval": "end to end [interval]", "us_per_case": "\u00b5s per case, solve",
+    "e2e_ms_per_256": "ms per 256, end to end", "ms_per_256": "ms per 256, solve", "sgm_us": "shifted geo. mean \u00b5s",
+    "compile_s": "compile s", "peak_rss_mb": "peak host MB", "device_peak_mb": "peak device MB",
+    "sizes": "sizes run", "faster_from_scenes": "faster from (scenes)", "fastest_loop_us": "fastest loop \u00b5s",
+    "its_us_at_largest": "its \u00b5s at the largest", "truth": "reference answer", "ref_verdict": "reference verdict",
+    "ref_objective": "reference objective", "signed_distance": "signed distance", "lp_index": "case",
+}
+#: columns shown left-aligned (text)
+TEXT_COLUMNS = frozenset({"solver_label", "config", "device", "dtype", "kind", "truth", "ref_verdict"})
+
+
+def header(column: str) -> str:
+    """The dashboard's header of ``column`` (``HEADERS``, else its name with spaces)."""
+    return HEADERS.get(column, str(column).replace("_", " "))
 
 
 def _provenance(rows: pd.DataFrame, run_dirs: list[Path]) -> list[dict]:
@@ -389,40 +430,33 @@ def _provenance(rows: pd.DataFrame, run_dirs: list[Path]) -> list[dict]:
 def _environment():
     from jinja2 import Environment, PackageLoader, select_autoescape
 
-    return Environment(loader=PackageLoader("bench", "templates"),
-                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+    env = Environment(loader=PackageLoader("bench", "templates"),
+                      autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+    env.filters["header"] = header
+    env.tests["text_column"] = lambda column: column in TEXT_COLUMNS
+    return env
 
 
 def publish(run_dirs: list[Path | str], out: Path | str, confidence: float = intervals.DEFAULT_CONFIDENCE,
-            compare_with: list[Path | str] | None = None) -> Site:
+            compare_with: list[Path | str] | None = None, threshold: float = 1.1) -> Site:
     """Build the dashboard of ``run_dirs`` (each a ``contactbench run`` directory) under ``out``;
     every interval (rates, times, ratios, the recommendation box) at ``confidence``. With
     ``compare_with`` (base run directories) it adds ``compare.html``: ``bench.compare`` of
-    ``run_dirs`` against them.
+    ``run_dirs`` against them, slower / faster beyond ``threshold``.
 
     Raises ``ProblemError`` when no run directory holds readable results, or when ``out``
     may not be replaced (it holds files contactbench did not write, or overlaps a run
     directory); the site is built beside ``out`` and swapped in only when complete.
     """
-    if not run_dirs:
-        raise ProblemError("run_dirs: expected at least one run directory")
-    confidence = intervals.check_confidence(confidence)
-    run_dirs = [Path(d) for d in run_dirs]
-    rows = results.load(run_dirs)
-    versus = None
-    if compare_with:
-        from . import compare
-
-        versus = (compare_with, compare.compare(compare_with, run_dirs, confidence=confidence))
+    run_dirs, rows, confidence, versus = _inputs(run_dirs, confidence, compare_with, threshold)
     out = Path(out)
     return replace_output_dir(out, lambda tmp: _build_site(rows, run_dirs, tmp, out, confidence, versus),
                               [*run_dirs, *(Path(d) for d in compare_with or [])])
 
 
-
 def publish_single_file(run_dirs: list[Path | str], file: Path | str,
                         confidence: float = intervals.DEFAULT_CONFIDENCE,
-                        compare_with: list[Path | str] | None = None) -> Site:
+                        compare_with: list[Path | str] | None = None, threshold: float = 1.1) -> Site:
     """The dashboard of ``run_dirs`` (as ``publish``) as one self-contained HTML file ``file``
     (``bench.single_file``: Plotly and the data inlined, every page in it, offline), written
     whole or not at all. ``ProblemError`` when ``file`` is a folder or does not end in
@@ -436,16 +470,7 @@ def publish_single_file(run_dirs: list[Path | str], file: Path | str,
         raise ProblemError(f"--single-file: expected a file name ending in .html, got {str(file)!r}")
     if file.is_dir():
         raise ProblemError(f"--single-file: {str(file)!r} is a folder; name the HTML file to write")
-    if not run_dirs:
-        raise ProblemError("run_dirs: expected at least one run directory")
-    confidence = intervals.check_confidence(confidence)
-    run_dirs = [Path(d) for d in run_dirs]
-    rows = results.load(run_dirs)
-    versus = None
-    if compare_with:
-        from . import compare
-
-        versus = (compare_with, compare.compare(compare_with, run_dirs, confidence=confidence))
+    run_dirs, rows, confidence, versus = _inputs(run_dirs, confidence, compare_with, threshold)
     file.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".contactbench-site-", dir=file.parent) as tmp:
         site = _build_site(rows, run_dirs, Path(tmp) / "site", file.parent, confidence, versus)
@@ -456,6 +481,23 @@ def publish_single_file(run_dirs: list[Path | str], file: Path | str,
         os.replace(part, file)
     return Site(out=file, index=file, family_pages={k: file for k in site.family_pages},
                 configurations=site.configurations, runs=site.runs)
+
+
+def _inputs(run_dirs, confidence: float, compare_with, threshold: float):
+    """``(run_dirs, rows, confidence, versus)`` of a dashboard: the runs' rows
+    (``bench.results.load``) and, with ``compare_with``, ``(compare_with, bench.compare)``;
+    every argument checked (``ProblemError`` naming it)."""
+    if not run_dirs:
+        raise ProblemError("run_dirs: expected at least one run directory")
+    confidence = intervals.check_confidence(confidence)
+    run_dirs = [Path(d) for d in run_dirs]
+    rows = results.load(run_dirs)
+    versus = None
+    if compare_with:
+        from . import compare
+
+        versus = (compare_with, compare.compare(compare_with, run_dirs, threshold, confidence=confidence))
+    return run_dirs, rows, confidence, versus
 
 
 def _interval_texts(table: pd.DataFrame) -> list[str]:
@@ -512,13 +554,12 @@ def _write_family_page(out: Path, env, common: dict, family: str, frows: pd.Data
     scaling = scaling_table(frows)
     sizes = int(scaling["n_scenes"].nunique())
     cross = crossover(scaling) if sizes > 1 else crossover(scaling.iloc[:0])
-    profile, profile_cases = {}, 0
-    kinds = sorted(frows["kind"].unique())
-    for kind in kinds:  # ratios only among configurations that solved the same cases
+    profiles = []
+    for kind in sorted(frows["kind"].unique()):  # one profile per kind: ratios among the same cases
         times = case_times(frows[frows["kind"] == kind])
-        profile_cases += len(times)
-        for config, curve in performance_profile(times).items():
-            profile[config if len(kinds) == 1 else f"{config} ({kind})"] = curve
+        curves = performance_profile(times)
+        profiles.append({"kind": str(kind), "id": f"profile-{_slug(str(kind))}", "cases": len(times),
+                         "traces": len(curves), "json": _plot_json(profile_figure(curves))})
     drill, drill_configs, drill_total = disagreements(frows)
     columns = ["rank", "solver_label", "device", "dtype", "kind", "scenes", "n",
                *outcome_columns(list(frows["kind"].unique())), "correct_pct", "false_accept_bound",
@@ -537,9 +578,8 @@ def _write_family_page(out: Path, env, common: dict, family: str, frows: pd.Data
     }
     page = env.get_template("family.html.j2").render(
         **common, family=info, columns=columns, table=_records(table[columns]), groups=groups,
-        scatter=_plot_json(scatter_figure(table)), profile=_plot_json(profile_figure(profile)),
-        profile_cases=profile_cases, scatter_traces=int(table["solver_label"].nunique()),
-        profile_traces=len(profile), drill=_records(drill), drill_columns=list(drill.columns),
+        scatter=_plot_json(scatter_figure(table)), profiles=profiles,
+        scatter_traces=int(table["solver_label"].nunique()), drill=_records(drill), drill_columns=list(drill.columns),
         drill_configs=drill_configs, drill_total=drill_total, drill_limit=MAX_DRILL_CASES,
         scaling=_plot_json(scaling_figure(scaling)) if sizes > 1 else None,
         scaling_traces=int(scaling.groupby(["config", "kind"]).ngroups), scaling_sizes=sizes,
@@ -547,7 +587,7 @@ def _write_family_page(out: Path, env, common: dict, family: str, frows: pd.Data
             "never" if v is None or pd.isna(v) else str(int(v)) for v in cross["faster_from_scenes"]]))
         if sizes > 1 else [],
         crossover_columns=list(cross.columns),
-        ratios=speed_ratios(frows, table, confidence), ratio_limit=MAX_RATIO_CONFIGS,
+        ratios=speed_ratios(frows, table, confidence), ratio_limit=MAX_RATIO_CONFIGS, fold_rows=FOLD_ROWS,
         advice=recommendation_box(frows, confidence), rates=_records(rates), rate_columns=list(rates.columns))
     (out / slug).write_text(page, encoding="utf-8")
     return info

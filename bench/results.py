@@ -235,12 +235,25 @@ def sci(value: float, digits: int = 2) -> str:
     return mantissa if int(exponent) == 0 else f"{mantissa}e{int(exponent)}"
 
 
-def us_text(value: float) -> str:
-    """Microseconds for display: ``1,830`` from 100 up, three significant digits below
-    (``457``, ``2.5``, ``0.912``); blank for NaN."""
+def number_text(value) -> str:
+    """A measured number for display, in the one style of every table: counts with thousands
+    separators (``1,830``), other numbers from 100 up rounded to a whole with separators
+    (``1,830``, ``458``), three significant digits below (``45.8``, ``2.5``, ``0.912``);
+    blank for None or NaN."""
+    if value is None or isinstance(value, (bool, np.bool_)):
+        return "" if value is None else ("yes" if value else "no")
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    value = float(value)
     if not np.isfinite(value):
         return ""
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def us_text(value: float) -> str:
+    """Microseconds for display (``number_text``: ``1,830``, ``457``, ``2.5``, ``0.912``);
+    blank for NaN."""
+    return number_text(float(value))
 
 
 def interval_text(t: float, low: float, high: float) -> str:

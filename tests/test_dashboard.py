@@ -141,6 +141,7 @@ def _expected(rows: pd.DataFrame) -> dict[str, dict[str, int]]:
     }
     for counts in expected.values():
         counts["planar-box"] += 1
+    expected["kinds"] = {fam: sorted(grp["kind"].unique()) for fam, grp in rows.groupby("family_label")}
     return expected
 
 
@@ -162,15 +163,27 @@ def _browser_page(p, browser_path):
 
 def _check_family_page(page, family: str, expected: dict) -> None:
     """The family page shown in ``page`` has its plots drawn and one table row per configuration."""
-    page.wait_for_function("() => document.getElementById('profile') && "
-                           "document.getElementById('profile').data !== undefined")
+    page.wait_for_function("() => { const p = [...document.querySelectorAll('div.plot.profile')];"
+                           " return p.length > 0 && p.every(d => d.data !== undefined); }")
     n_rows = page.evaluate("() => [...document.querySelectorAll('table.family-table')]"
                            ".reduce((n, t) => n + t.rows.length - 1, 0)")
-    traces = page.evaluate("() => ['scatter', 'profile'].map(id => document.getElementById(id).data.length)")
+    scatter = page.evaluate("() => document.getElementById('scatter').data.map(t => [t.marker.color, t.marker.symbol])")
     svg = page.evaluate("() => document.querySelectorAll('#scatter .scatterlayer .trace').length")
+    profiles = page.evaluate("() => [...document.querySelectorAll('div.plot.profile')]"
+                             ".map(d => [d.dataset.kind, d.data.length])")
     assert n_rows == expected["rows"][family], family
-    assert traces[0] == expected["solvers"][family] and svg == traces[0], family
-    assert traces[1] == expected["profiles"][family], family
+    # one trace per solver, each its own colour; the marker's shape says the dtype
+    assert len(scatter) == expected["solvers"][family] and svg == len(scatter), family
+    assert len({colour for colour, _ in scatter}) == len(scatter), scatter
+    assert {s for _, symbols in scatter for s in symbols} <= {"circle", "diamond", "circle-open", "diamond-open"}
+    # one performance profile per kind, one curve per configuration of that kind
+    assert sorted(kind for kind, _ in profiles) == expected["kinds"][family], family
+    assert sum(n for _, n in profiles) == expected["profiles"][family], family
+    # human headers, no raw column names; wide tables scroll inside their box, not the page
+    headers = page.evaluate("() => [...document.querySelectorAll('table.family-table th, #rates th')]"
+                            ".map(th => th.textContent)")
+    assert headers and not [h for h in headers if "_" in h], headers
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 1400
 
 
 def _need_chromium() -> str:
@@ -237,7 +250,7 @@ def test_the_single_file_report_holds_every_page_and_renders_offline(published, 
         page.evaluate("() => { location.hash = '#provenance'; }")
         page.wait_for_timeout(200)
         assert page.evaluate("() => document.querySelector('#page table.provenance') !== null")
-        assert page.evaluate("() => document.getElementById('profile') !== null")  # still the last family page
+        assert page.evaluate("() => document.getElementById('scatter') !== null")  # still the last family page
         page.click("header a[href='#/index.html']")
         page.wait_for_function("() => document.querySelectorAll('#page table.overview').length === 3")
         browser.close()

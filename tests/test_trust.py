@@ -28,6 +28,7 @@ def _outcomes(batch, solution):
 
 # ------------------------------------------------------------------ exits
 
+@pytest.mark.needs("linrax", "highs")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_planar_exits_correct_only_when_verified(dtype):
     """main reported 192/192 correct for linrax float32 on planar exits (n=32) with 87 rows
@@ -104,6 +105,7 @@ def test_farkas_check_of_a_cone_by_hand():
     assert not bad["certificate_ok"][0] and bad["cert_gap"][0] == pytest.approx(0.1 / 1.0)
 
 
+@pytest.mark.needs("quadprog", "proxsuite", "clarabel")
 def test_uncertified_infeasible_claims_in_a_real_run_are_uncertain(tmp_path):
     """On main every infeasibility claim was counted correct (piqp 40, daqp 17 ...); quadprog's
     and ProxQP's claims carry no certificate and are now uncertain."""
@@ -131,6 +133,7 @@ def test_base_adapter_turns_optimal_with_nan_into_numerical_error(fake_plugins):
     assert "non-finite x" in s.message[0] and s.native_status[0] == "fake"
 
 
+@pytest.mark.needs("qpax")
 def test_qpax_large_batch_never_optimal_with_nan():
     """qpax float64 on the quadruped QP at batch 128 said converged with NaN x (84/128)."""
     batch = problems.generate("quadruped", 128, 0, kind="qp")
