@@ -26,7 +26,7 @@ import problems
 from solvers import check_standard_form
 from solvers.timing import timed_solve
 
-from .env import device_memory, jax_devices, peak_rss_mb, reset_peak_rss
+from .env import device_memory, jax_devices, peak_rss_mb, reset_peak_rss, solver_versions
 from .grid import Cell
 from .reference import reference
 from .schema import REPEAT_COLUMNS
@@ -148,7 +148,7 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
         model = str(env.get("env_cpu", ""))
     env = {**env, "env_jax_devices": jax_devices(), "env_xla_flags": os.environ.get("XLA_FLAGS", ""),
            "env_malloc": " ".join(f"{k}={os.environ[k]}" for k in sorted(os.environ) if k.startswith("MALLOC_")),
-           "env_jax_matmul_precision": jax_matmul_precision(adapter)}
+           "env_jax_matmul_precision": jax_matmul_precision(adapter), "env_solver_versions": solver_versions(adapter)}
     rows = base_rows(cell, batch, ref, env, run_id)  # (env after the solve: its import is not timed)
     solution = timed.solution
     checked = judge(batch, solution, ref, DEFAULT_TOLERANCES)

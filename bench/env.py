@@ -41,6 +41,24 @@ def git_commit(root: Path = REPO_ROOT) -> str:
         return "unknown"
 
 
+def solver_versions(adapter_class) -> str:
+    """The distributions (and versions) of the modules an adapter class requires
+    (``REQUIRES``), e.g. ``highspy 1.10.0`` or ``jax 0.10.2, linrax 0.3.0``: what a solver
+    release changes, recorded per row (``env_solver_versions``); '' for an adapter that
+    requires nothing."""
+    from importlib.metadata import packages_distributions
+
+    owners = packages_distributions()
+    found = []
+    for module in getattr(adapter_class, "REQUIRES", ()):
+        for dist in owners.get(module.split(".")[0], [module.split(".")[0]]):
+            try:
+                found.append(f"{dist} {version(dist)}")
+            except PackageNotFoundError:
+                continue
+    return ", ".join(dict.fromkeys(found))
+
+
 def host_environment() -> dict[str, str]:
     """Versions, CPU, host and commit: the same for every cell of a run (no JAX import)."""
     env = {

@@ -1,0 +1,80 @@
+"""``python -m bench.versions PACKAGE VERSION ...``: which releases of a solver package pass
+our conformance suite.
+
+Each release is installed alone (``pip install --no-deps --target``, binary wheels only) into
+a folder of its own under ``--work``, put first on ``PYTHONPATH``, and ``contactbench
+check-adapter`` runs on the adapter that uses it, in a fresh process; one line per release
+gives its counts (pass, known issue, fail, not applicable) and the first failing check. The
+supported ranges in ``pyproject.toml`` are what this found (see docs/adapters.md,
+"Supported versions"); no release is assumed to work without being checked.
+
+Example: python -m bench.versions highspy 1.9.0 1.10.0 1.16.0
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+#: the adapter that exercises each package (``check-adapter`` runs it)
+ADAPTER_OF = {"highspy": "highs", "osqp": "osqp", "clarabel": "clarabel", "daqp": "daqp", "piqp": "piqp",
+              "proxsuite": "proxsuite", "quadprog": "quadprog", "qpax": "qpax", "mpax": "mpax", "cvxpy": "cvxpy"}
+
+
+def check_release(package: str, version: str, adapter: str, work: Path) -> dict[str, object]:
+    """Install ``package==version`` alone under ``work`` and run ``check-adapter adapter`` with
+    it first on the path: ``{"version", "installed", "pass", "known issue", "fail",
+    "not applicable", "first_fail", "error"}`` (counts -1 when nothing ran)."""
+    target = work / f"{package}-{version}"
+    record: dict[str, object] = {"version": version, "installed": "", "pass": -1, "known issue": -1, "fail": -1,
+                                 "not applicable": -1, "first_fail": "", "error": ""}
+    if not target.exists():
+        pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--only-binary", ":all:",
+                              "--target", str(target), f"{package}=={version}"], capture_output=True, text=True)
+        if pip.returncode != 0:
+            record["error"] = "pip: " + (pip.stderr.strip().splitlines() or ["failed"])[-1]
+            return record
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(target), os.environ.get("PYTHONPATH")) if p),
+           "COLUMNS": "400"}
+    probe = subprocess.run([sys.executable, "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
+                           capture_output=True, text=True, env=env)
+    record["installed"] = probe.stdout.strip()
+    checked = subprocess.run([sys.executable, "-m", "bench.cli", "check-adapter", adapter], capture_output=True,
+                             text=True, env=env, timeout=1800)
+    out = checked.stdout
+    for name in ("pass", "known issue", "fail", "not applicable"):
+        found = re.search(rf"(\d+) {name}", out.splitlines()[-1] if out.strip() else "")
+        record[name] = int(found.group(1)) if found else 0
+    fails = [line for line in out.splitlines() if "│ fail" in line]
+    record["first_fail"] = " ".join(fails[0].replace("│", " ").split())[:160] if fails else ""
+    if checked.returncode not in (0, 1):  # the suite did not run: its own message, else the last words
+        lines = (out + checked.stderr).splitlines()
+        said = [line for line in lines if line.lower().startswith("error:")]
+        record["error"] = " ".join((said or lines[-1:] or ["check-adapter failed"])[0].split())
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.versions", description=__doc__.split("\n\n")[0],
+                                     epilog="Example: python -m bench.versions highspy 1.9.0 1.10.0 1.16.0")
+    parser.add_argument("package", choices=sorted(ADAPTER_OF), help="the solver package")
+    parser.add_argument("versions", nargs="+", help="releases to check, as PyPI names them")
+    parser.add_argument("--work", type=Path, default=Path(".versions"), help="folder of the installed releases")
+    args = parser.parse_args(argv)
+    adapter = ADAPTER_OF[args.package]
+    print(f"| {args.package} | installed | pass | known issue | fail | not applicable | first failing check |")
+    print("|---|---|---|---|---|---|---|")
+    for version in args.versions:
+        r = check_release(args.package, version, adapter, args.work)
+        detail = r["error"] or r["first_fail"]
+        print(f"| {version} | {r['installed']} | {r['pass']} | {r['known issue']} | {r['fail']} | "
+              f"{r['not applicable']} | {detail} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
