@@ -46,10 +46,20 @@ def family_specs() -> list[str]:
     return [f"{name}[kind={k}]" for name, fam in problems.families().items() for k in fam.kinds if k in KINDS]
 
 
+#: names the only adapters the suite measures, comma-separated (unset: every one), e.g.
+#: ``highs,osqp`` for a run across the releases of the packages in asv.conf.json's matrix
+SOLVERS_ENV = "CONTACTBENCH_ASV_SOLVERS"
+
+
 def _adapter_classes() -> dict[str, Any]:
-    """name -> adapter class or None (registered but not importable here), fakes excluded."""
+    """name -> adapter class or None (registered but not importable here), fakes excluded,
+    only those ``$CONTACTBENCH_ASV_SOLVERS`` names where it is set."""
+    import os
+
     classes = solvers.adapters()
-    return {name: classes.get(name) for name in solvers.available() if not name.startswith("fake-")}
+    wanted = {name.strip() for name in os.environ.get(SOLVERS_ENV, "").split(",") if name.strip()}
+    return {name: classes.get(name) for name in solvers.available()
+            if not name.startswith("fake-") and (not wanted or name in wanted)}
 
 
 def _refusal(cls: Any, family_spec: str) -> str | None:
