@@ -357,12 +357,26 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
 def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped: list, run_dir: Path, out: Path,
                 resume: bool, timeout: float, exclusive: bool, stage: Path, grid_options: dict) -> Path:
     """``_execute`` once the run directory is chosen, its problem sets generated into
-    ``stage`` and the Dask client connected. A resumed run keeps the command line and start
-    time it recorded first, and lists each resumption under ``resumed``; the grid options
-    are recorded under ``grid`` and as ``grid.toml`` (``bench.gridfile``)."""
+    ``stage`` and the Dask client connected: the manifest (``_start_run``), the cells with
+    progress output (``_run_with_progress``), then the summary and the exit code
+    (``_finish_run``)."""
+    manifest = _start_run(ctx, client, embedded, cells, skipped, run_dir, out, resume, timeout, exclusive, stage,
+                          grid_options)
+    for what, why in skipped:
+        console.print(f"[dim]skip {escape(what)}: {escape(why)}[/]")
+    console.print(f"run [bold]{run_dir.name}[/]: {len(cells)} cells -> {run_dir}")
+    results = _run_with_progress(cells, run_dir, timeout, resume, client, exclusive)
+    return _finish_run(results, skipped, manifest, run_dir)
+
+
+def _start_run(ctx: typer.Context, client, embedded: bool, cells: list, skipped: list, run_dir: Path, out: Path,
+               resume: bool, timeout: float, exclusive: bool, stage: Path, grid_options: dict) -> dict:
+    """Move the problem sets from ``stage`` into the run, write its ``run.json`` and
+    ``grid.toml`` (``bench.gridfile``) and point ``latest`` at it; returns the manifest. A
+    resumed run keeps the command line and start time it recorded first, and lists each
+    resumption under ``resumed``."""
     from . import gridfile
 
-    name = run_dir.name
     command = _command_line(ctx)
     now = datetime.now(timezone.utc).isoformat()
     try:
@@ -370,7 +384,7 @@ def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped
         run_dir.mkdir(parents=True, exist_ok=True)
         rundir.move_batches(stage, run_dir / "batches")
         manifest = {
-            "run_id": name, "command": command, "started": now,
+            "run_id": run_dir.name, "command": command, "started": now,
             "grid": grid_options, "cells": [c.to_dict() for c in cells], "skipped": skipped, "timeout": timeout,
             "tolerances": DEFAULT_TOLERANCES.as_dict(),
             "engine": {**_engine(client, embedded), "exclusive": exclusive},
@@ -383,9 +397,12 @@ def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped
         rundir.point_latest(out, run_dir)
     except OSError as exc:
         _write_failed(run_dir, exc)
-    for what, why in skipped:
-        console.print(f"[dim]skip {escape(what)}: {escape(why)}[/]")
-    console.print(f"run [bold]{name}[/]: {len(cells)} cells -> {run_dir}")
+    return manifest
+
+
+def _run_with_progress(cells: list, run_dir: Path, timeout: float, resume: bool, client, exclusive: bool) -> list:
+    """``runner.run_cells`` with a progress bar and one line per finished cell (``cell_line``);
+    a disk that fills or turns read-only mid-run exits 1, the finished cells kept."""
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("cells", total=len(cells))
@@ -395,8 +412,7 @@ def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped
 
         def done(result: runner.CellResult) -> None:
             progress.advance(task)
-            c = result.cell
-            head = escape(_cell_title(c))
+            head = escape(_cell_title(result.cell))
             if result.state == "skipped":
                 progress.console.print(f"[dim]= {head}: already done[/]")
             elif result.state in ("unavailable", "refused"):
@@ -408,11 +424,16 @@ def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped
                 progress.console.print(f"[red]✗[/] {head}: {result.state}: {why}")
 
         try:
-            results = runner.run_cells(cells, run_dir, name, timeout=timeout, resume=resume, client=client,
-                                       exclusive=exclusive,
-                                       on_start=started, on_done=done)
+            return runner.run_cells(cells, run_dir, run_dir.name, timeout=timeout, resume=resume, client=client,
+                                    exclusive=exclusive, on_start=started, on_done=done)
         except OSError as exc:  # disk full, folder made read-only mid-run: finished cells stay
             _write_failed(run_dir, exc)
+
+
+def _finish_run(results: list, skipped: list, manifest: dict, run_dir: Path) -> Path:
+    """Record the cells refused or unavailable on their worker beside the grid's skips, print
+    the summary and the counts, and exit 1 when the scheduler was lost, no cell could run or
+    every cell failed."""
     unavailable = [r for r in results if r.state == "unavailable"]
     refused = [r for r in results if r.state == "refused"]
     lost = [r for r in results if r.state == "lost"]
