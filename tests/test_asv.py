@@ -41,6 +41,23 @@ def test_suite_has_a_class_per_family_kind_and_every_adapter_config():
     assert len(perf.family_specs()) >= len(problems.families())
 
 
+def test_every_outcomes_class_has_its_own_setup_cache_key():
+    """asv keys setup_cache by module and first line: every generated Outcomes class shared
+    one key, so asv reused the first family's counts for all (the quadruped QP tracks showed
+    planar-box's 3 correct of 16 for OSQP, against 13 when run alone)."""
+    from asv_runner.benchmarks._base import get_setup_cache_key
+
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import asv_benchmarks.benchmarks as suite
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    classes = [getattr(suite, name) for name in dir(suite) if name.startswith("Outcomes_")]
+    keys = [get_setup_cache_key(cls.setup_cache) for cls in classes]
+    assert len(classes) == len(perf.family_specs()) >= 5
+    assert len(set(keys)) == len(keys), keys
+
+
 @pytest.mark.needs("linrax", "altproj")
 def test_cells_that_cannot_run_raise_not_implemented():
     with pytest.raises(NotImplementedError, match="GPU|gpu"):

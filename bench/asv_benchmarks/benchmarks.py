@@ -107,7 +107,21 @@ def _outcomes_class(spec):
     for name in ("track_correct", "track_false_accept", "track_uncertain"):
         getattr(Outcomes, name).unit = "cases"
     Outcomes.__doc__ = f"Verified outcomes of {perf.ASV_N} scenes of {spec}."
+    _own_cache_key(Outcomes.setup_cache, spec)
     return Outcomes
+
+
+def _own_cache_key(setup_cache, spec):
+    """Give a generated class's ``setup_cache`` a cache key of its own. asv keys the cache by
+    the function's module and first line, the same for every class this factory makes, so
+    without this every ``Outcomes_*`` class read the first family's counts (the quadruped QP
+    tracks showed planar-box's). The function is attributed to a module named after the spec
+    (registered in ``sys.modules``: asv finds the module through it)."""
+    import types
+
+    alias = f"{__name__}.{_class_name('outcomes', spec)}"
+    sys.modules.setdefault(alias, types.ModuleType(alias))
+    setup_cache.__module__ = alias
 
 
 class PeakMemory:
