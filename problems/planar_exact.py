@@ -23,6 +23,7 @@ computed only when asked for.
 from __future__ import annotations
 
 import itertools
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -77,20 +78,40 @@ def decide_codes(xp, W, need, tol, margin=True):
     in-place updates, so ``jax.jit`` compiles it.
     """
     B, _, k = W.shape
+    g = _geometry(xp, W, need)
+    witness, found = _witness(xp, g, tol, B, W.dtype)
+    certificate, certified = _certificate(xp, g, found, tol, B, W.dtype)
+    code = xp.where(found, SUPPORTED, xp.where(certified, UNSUPPORTED, UNCERTAIN))
+    if not margin:
+        return code, witness, certificate, xp.full((B,), xp.nan, dtype=W.dtype)
+    return code, witness, certificate, _margin(xp, W, need, found, certified, tol)
+
+
+def _geometry(xp, W, need) -> SimpleNamespace:
+    """The per-component (B,) arrays the closed forms need: generators ``w[i]`` and ``n``
+    as component triples, ``nn = n.n``, Gram entries ``gram[(i, j)]``, ``wn[i] = w_i.n``,
+    the generator pairs with their cross products and ``cross_n[p] = (w_i x w_j).n``."""
+    k = W.shape[2]
     Wc = xp.moveaxis(W, 0, -1)  # (3, k, B): each component of each generator contiguous over the batch
     Nc = xp.moveaxis(need, 0, -1)  # (3, B)
     if xp is np:
         Wc, Nc = np.ascontiguousarray(Wc), np.ascontiguousarray(Nc)
     w = [(Wc[0, i], Wc[1, i], Wc[2, i]) for i in range(k)]
     n = (Nc[0], Nc[1], Nc[2])
-    nn = _dot(n, n)
-    need_norm = xp.sqrt(nn)
-    bound2 = (tol * (1 + need_norm)) ** 2
-    gram = {(i, j): _dot(w[i], w[j]) for i in range(k) for j in range(i, k)}
-    wn = [_dot(w[i], n) for i in range(k)]
     pairs = list(itertools.combinations(range(k), 2))
     cross = {p: _cross(w[p[0]], w[p[1]]) for p in pairs}
-    cross_n = {p: _dot(cross[p], n) for p in pairs}
+    return SimpleNamespace(k=k, w=w, n=n, nn=_dot(n, n), gram={(i, j): _dot(w[i], w[j]) for i in range(k)
+                                                             for j in range(i, k)},
+                           wn=[_dot(w[i], n) for i in range(k)], pairs=pairs, cross=cross,
+                           cross_n={p: _dot(cross[p], n) for p in pairs})
+
+
+def _witness(xp, g: SimpleNamespace, tol: float, B: int, dtype):
+    """``(witness (B, k), found (B,))``: the first accepted combination's coefficients
+    (triples, then pairs, then singles; see ``decide_codes``), and where one was found (or
+    ``need`` is 0)."""
+    k, w, n, gram, wn, cross, cross_n = g.k, g.w, g.n, g.gram, g.wn, g.cross, g.cross_n
+    bound2 = (tol * (1 + xp.sqrt(g.nn))) ** 2
 
     def resid2(terms):
         r = [sum(lam * w[i][d] for i, lam in terms) - n[d] for d in range(3)]
@@ -105,7 +126,7 @@ def decide_codes(xp, W, need, tol, margin=True):
         terms = list(zip((a, b, c), lams))
         goods.append(ok & (lams[0] >= -tol) & (lams[1] >= -tol) & (lams[2] >= -tol) & (resid2(terms) <= bound2))
         coefs.append(terms)
-    for i, j in pairs:
+    for i, j in g.pairs:
         gii, gjj, gij = gram[(i, i)], gram[(j, j)], gram[(i, j)]
         det = gii * gjj - gij * gij
         ok = xp.abs(det) > 1e-12
@@ -122,24 +143,28 @@ def decide_codes(xp, W, need, tol, margin=True):
         coefs.append([(i, lam)])
     good = xp.stack(goods, axis=1)  # (B, combinations)
     first = xp.argmax(good, axis=1)
-    zero = nn <= tol * tol  # need = 0 is held by lam = 0
+    zero = g.nn <= tol * tol  # need = 0 is held by lam = 0
     combined = good.any(axis=1) & ~zero
-    found = combined | zero
-    columns = [xp.zeros(B, dtype=W.dtype) for _ in range(k)]
+    columns = [xp.zeros(B, dtype=dtype) for _ in range(k)]
     for index, terms in enumerate(coefs):
         chosen = (first == index) & combined
         for i, lam in terms:
             columns[i] = xp.where(chosen, xp.maximum(lam, 0.0), columns[i])
-    witness = xp.stack(columns, axis=1)
-    # Farkas candidates, unnormalised: c.w_l and c.need, unit z = c / |c|
-    rejections = []
+    return xp.stack(columns, axis=1), combined | zero
+
+
+def _certificate(xp, g: SimpleNamespace, found, tol: float, B: int, dtype):
+    """``(certificate (B, 3), certified (B,))``: the most separating unit Farkas vector among
+    the candidates of ``decide_codes`` where no witness was ``found``."""
+    k, w, n, gram, wn, cross, pairs = g.k, g.w, g.n, g.gram, g.wn, g.cross, g.pairs
+    rejections = []  # Farkas candidates, unnormalised: c.w_l and c.need, unit z = c / |c|
     for i in range(k):
         ok = xp.sqrt(gram[(i, i)]) > 1e-300
         scale = xp.where(ok, wn[i] / xp.where(ok, gram[(i, i)], 1.0), 0.0)
         rejections.append(tuple(-(n[d] - scale * w[i][d]) for d in range(3)))
     facet_sets = [[cross[p] for p in pairs] + [tuple(-v for v in cross[p]) for p in pairs],
                   [tuple(-v for v in n)] + rejections]
-    certificate = [xp.zeros(B, dtype=W.dtype) for _ in range(3)]
+    certificate = [xp.zeros(B, dtype=dtype) for _ in range(3)]
     certified = xp.zeros(B, dtype=bool)
     for cands in facet_sets:
         if not cands:
@@ -163,11 +188,7 @@ def decide_codes(xp, W, need, tol, margin=True):
             chosen = new & (best == index)
             certificate = [xp.where(chosen, z[d], certificate[d]) for d in range(3)]
         certified = certified | new
-    certificate = xp.stack(certificate, axis=1)
-    code = xp.where(found, SUPPORTED, xp.where(certified, UNSUPPORTED, UNCERTAIN))
-    if not margin:
-        return code, witness, certificate, xp.full((B,), xp.nan, dtype=W.dtype)
-    return code, witness, certificate, _margin(xp, W, need, found, certified, tol)
+    return xp.stack(certificate, axis=1), certified
 
 
 def _margin(xp, W, need, found, certified, tol):
