@@ -163,10 +163,10 @@ def run(
     """
     try:
         check_run_id(run_id)
-        chosen = _grid_options(ctx, config, family=family, solver=solver, n=_split(n), dtype=_split(dtype),
-                               device=device, seed=seed, repeats=repeats, timeout=timeout, preset=preset)
-        merged = {"family": family, "solver": solver, "n": _split(n), "dtype": _split(dtype), "device": device,
-                  "seed": seed, "repeats": repeats, "timeout": timeout, "preset": preset, **chosen}
+        values = {"family": family, "solver": solver, "n": _split(n), "dtype": _split(dtype), "device": device,
+                  "seed": seed, "repeats": repeats, "timeout": timeout, "preset": preset}
+        chosen = _grid_options(ctx, config, values)
+        merged = {**values, **chosen}
         # every grid argument is checked once, where the grid is built (bench.grid.plan)
         cells, skipped, preset_timeout = grid.plan(merged["preset"], merged["family"], merged["solver"],
                                                    merged["n"], merged["dtype"], merged["device"], merged["seed"],
@@ -202,7 +202,7 @@ def _given(ctx: typer.Context) -> set[str]:
     return {name for name in ctx.params if getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"}
 
 
-def _grid_options(ctx: typer.Context, config: Optional[Path], **values) -> dict:
+def _grid_options(ctx: typer.Context, config: Optional[Path], values: dict) -> dict:
     """The grid options this run was given, as a grid file holds them (``bench.gridfile``):
     those of the command line, then those of ``config`` the command line left out; an option
     left to its default is absent."""
@@ -749,8 +749,7 @@ def _print_recommendation(result) -> None:
                           escape("; ".join(r["reasons"])))
         console.print(table)
     if result.rerun_n is not None:
-        opened = int((result.table["status"] == "open").sum()) - result.undecidable
-        console.print(f"A rerun with --n {result.rerun_n:,} (scenes) decides the {opened} open configuration(s) a "
+        console.print(f"A rerun with --n {result.rerun_n:,} (scenes) decides the {result.rerun_decides} open configuration(s) a "
                       f"rerun can decide, if their rates stay as observed.")
     if result.undecidable:
         console.print(f"{result.undecidable} open configuration(s) cannot be decided by a rerun: their family holds "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import socket
@@ -41,14 +42,21 @@ def git_commit(root: Path = REPO_ROOT) -> str:
         return "unknown"
 
 
+@functools.lru_cache(maxsize=1)
+def _module_owners() -> dict[str, list[str]]:
+    """Top-level module -> the distributions that provide it (one scan of the installed
+    distributions per process: a worker runs many cells)."""
+    from importlib.metadata import packages_distributions
+
+    return packages_distributions()
+
+
 def solver_versions(adapter_class) -> str:
     """The distributions (and versions) of the modules an adapter class requires
     (``REQUIRES``), e.g. ``highspy 1.10.0`` or ``jax 0.10.2, linrax 0.3.0``: what a solver
     release changes, recorded per row (``env_solver_versions``); '' for an adapter that
     requires nothing."""
-    from importlib.metadata import packages_distributions
-
-    owners = packages_distributions()
+    owners = _module_owners()
     found = []
     for module in getattr(adapter_class, "REQUIRES", ()):
         for dist in owners.get(module.split(".")[0], [module.split(".")[0]]):

@@ -272,7 +272,7 @@ def recommendation_box(rows: pd.DataFrame, confidence: float = intervals.DEFAULT
             "max_uncertain": sci(t.max_uncertain), "max_wrong": sci(t.max_wrong), "budget_us": results.budget_text(t.budget_us),
             "qualifying": [record(r) for _, r in result.qualifying.iterrows()],
             "rest": [record(r) for _, r in rest.iterrows()],
-            "open": int((result.table["status"] == "open").sum()) - result.undecidable, "rerun_n": result.rerun_n,
+            "open": result.rerun_decides, "rerun_n": result.rerun_n,
             "undecidable": result.undecidable}
 
 

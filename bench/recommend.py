@@ -54,9 +54,6 @@ CRITERIA = (
               "without an uncertain or failed answer"),
     Criterion("wrong", ("false_reject", "suboptimal"), "max_wrong", "wrong-answer", "without a wrong answer"),
 )
-#: the CLI option of each threshold (named in advice)
-OPTIONS = {"max_false_accept": "--max-false-accept", "max_uncertain": "--max-uncertain", "max_wrong": "--max-wrong"}
-
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -92,6 +89,11 @@ class Recommendation:
     thresholds: Thresholds
     rerun_n: int | None
     undecidable: int = 0
+
+    @property
+    def rerun_decides(self) -> int:
+        """How many open configurations a rerun with ``rerun_n`` scenes decides."""
+        return int((self.table["status"] == "open").sum()) - self.undecidable
 
     @property
     def qualifying(self) -> pd.DataFrame:
@@ -150,7 +152,7 @@ def _judge(k: int, n: int, limit: float, crit: Criterion, confidence: float,
         best = stats.rate_upper_bound(k, most_cases, confidence)
         return ("open", f"needs {needed:,} cases to show {crit.label} <= {results.sci(limit)}, but the family holds "
                 f"{most_cases:,}: {most_cases:,} cases can show at most {results.sci(best)} ({k:,} seen); decide it "
-                f"with more problems (a larger folder) or a looser {OPTIONS[crit.threshold]} (>= {results.sci(best)})",
+                f"with more problems (a larger folder) or a looser --{crit.threshold.replace('_', '-')} (>= {results.sci(best)})",
                 None, bound)
     if k == 0:
         return "open", f"needs {needed:,} cases {crit.without} to show <= {results.sci(limit)}, has {n:,}", needed, bound
