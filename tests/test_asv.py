@@ -90,11 +90,12 @@ def test_asv_run_quick_on_head(tmp_path, monkeypatch):
     asv = [sys.executable, "-m", "asv"]
     subprocess.run([*asv, "machine", "--yes", "--machine", "ci", "--config", str(config)], env=env,
                    cwd=tmp_path, check=True, capture_output=True, timeout=120)
-    # the benchmarks this test reads (all of them take minutes; `asv run --python=same --quick` runs every one)
+    # the benchmarks this test reads (all of them take minutes; `asv run --python=same --quick` runs every one);
+    # 1,500 s was too little with four CPU-heavy jobs on two cores
     which = "Solve_planar_box_kind_lp1|Outcomes_planar_box_kind_lp1|Outcomes_quadruped_kind_qp|PeakMemory"
     run = subprocess.run([*asv, "run", "--python=same", "--quick", "--machine", "ci", "--config", str(config),
                           "--set-commit-hash", commit, "--show-stderr", "--bench", which],
-                         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=1500)
+                         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=2400)
     lines = (run.stdout + run.stderr).splitlines()
     trouble = [f"{i}: {line}" for i, line in enumerate(lines) if any(w in line for w in (
         "failed", "Error", "Traceback", "timed out", "ERROR"))]  # what a failing asv run says, wherever it is
