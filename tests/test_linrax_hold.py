@@ -45,6 +45,8 @@ MEASURE_CASES = [
     ("reinvert", False, "cube-3d", 768, 0, 450, {}),
     ("small_witness", False, "cube-3d", 768, 0, 450, {}),
     ("exit_cap", False, "planar-box", 256, 0, 2, {"kind": "exit", "disk": True}),
+    # a 3D exit LP (from the 16-scene exit batch: 4 such LPs there, none the other way)
+    ("dantzig", False, "cube-3d", 16, 0, 168, {"kind": "exit"}),
 ]
 
 
@@ -224,12 +226,19 @@ def test_bland_ends_the_cycle_and_the_cap_keeps_the_batch_answering():
     assert (full.status == Status.OPTIMAL).all()
     np.testing.assert_allclose(full.objective, expected, atol=1e-9)
     # lowest-row leaving: the two cycle (still at 2,000 pivots), the cap stops them, the rest answer
-    # (cold: these LPs differ in their last column only, so warm_exits would skip their phase 1)
+    # (cold: these LPs differ in their last column only, so warm_exits would skip their phase 1;
+    # dantzig off: its rule in the reinversion rounds would leave the cycle, as below)
     cycling = solvers.get("linrax-hold", dtype="float64", bland=False, max_pivots=2000,
-                          warm_exits=False).solve_batch(*arrays)
+                          warm_exits=False, dantzig=False).solve_batch(*arrays)
     assert list(cycling.status[:2]) == [Status.MAX_ITER, Status.MAX_ITER]
     assert (cycling.status[2:] == Status.OPTIMAL).all()
     np.testing.assert_allclose(cycling.objective[2:], expected[2:], atol=1e-9)
+    # with dantzig, the reinversion rounds continue from the capped basis by Dantzig's rule,
+    # which leaves the cycle: every LP ends optimal at the right objective even without bland
+    rescued = solvers.get("linrax-hold", dtype="float64", bland=False, max_pivots=2000,
+                          warm_exits=False).solve_batch(*arrays)
+    assert (rescued.status == Status.OPTIMAL).all()
+    np.testing.assert_allclose(rescued.objective, expected, atol=1e-9)
 
 
 _CAP_SCRIPT = """
@@ -237,7 +246,8 @@ import sys, numpy as np, solvers
 c, A = {c!r}, {A!r}
 b = np.zeros(5); b[-1] = 1.0
 arrays = [np.asarray(a, float)[None] for a in (c, np.zeros((0, 7)), np.zeros(0), A, b)]
-s = solvers.get("linrax-hold", dtype="float64", bland=False, cap=sys.argv[1] == "on").solve_batch(*arrays)
+s = solvers.get("linrax-hold", dtype="float64", bland=False, dantzig=False,
+                cap=sys.argv[1] == "on").solve_batch(*arrays)
 print(s.status_text()[0])
 """
 
