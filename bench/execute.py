@@ -118,9 +118,28 @@ STARTUP_SECONDS = 300.0
 WORKER_MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(1 << 32)}
 
 
+#: XLA:CPU's intra-op thread pool in worker processes: one thread (``PJRT_NPROC``, read when
+#: JAX starts its CPU client; the default is one thread per core), unless the user set it.
+#: jaxlib 0.10.0 - 0.11.0 split a batched LAPACK kernel (Cholesky, triangular solve, ...) into
+#: pieces on that pool and block their own pool thread until the pieces are done; when as many
+#: such kernels run at once as the pool has threads, every thread waits and the solve never
+#: returns. Seen here: qpax float64 on cube-3d at 64 scenes wedged in 5 of 6 tries on 2 cores
+#: (gdb: both pool threads in ``lapack_dtrsm_ffi`` -> ``ParallelBatchMap``, waiting) and in 8
+#: of 8 default-preset runs; with one thread, where the pieces run inline, it finished in every
+#: try. Cells are single-threaded already (``WORKER_XLA_FLAG``); rows record the setting
+#: (``env_pjrt_nproc``).
+WORKER_THREAD_ENV = {"PJRT_NPROC": "1"}
+
+
 def worker_malloc_env() -> dict[str, str]:
     """The ``WORKER_MALLOC_ENV`` entries the user's environment does not set already."""
     return {k: v for k, v in WORKER_MALLOC_ENV.items() if k not in os.environ}
+
+
+def worker_thread_env() -> dict[str, str]:
+    """The ``WORKER_THREAD_ENV`` entries the user's environment does not set already (set them
+    before JAX starts, as tests and asv do, to solve in-process as a worker does)."""
+    return {k: v for k, v in WORKER_THREAD_ENV.items() if k not in os.environ}
 
 
 def worker_xla_flags(current: str | None) -> str:
@@ -161,9 +180,9 @@ class _Worker:
         self.ready = False
         self.proc = ctx.Process(target=_serve, args=(child, os.getpid()), daemon=True)
         saved = os.environ.get("XLA_FLAGS")
-        malloc = worker_malloc_env()
+        extra_env = {**worker_malloc_env(), **worker_thread_env()}
         os.environ["XLA_FLAGS"] = worker_xla_flags(saved)  # inherited by the spawned worker
-        os.environ.update(malloc)
+        os.environ.update(extra_env)
         try:
             with _children_allowed():
                 self.proc.start()
@@ -172,7 +191,7 @@ class _Worker:
                 os.environ.pop("XLA_FLAGS", None)
             else:
                 os.environ["XLA_FLAGS"] = saved
-            for key in malloc:
+            for key in extra_env:
                 os.environ.pop(key, None)
         child.close()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import solvers
-from bench.execute import worker_xla_flags
+from bench.execute import worker_thread_env, worker_xla_flags
 
 # Tests solve in-process with the XLA flag cells run with (bench.execute.WORKER_XLA_FLAG):
 # with XLA's multi-threaded Eigen pool a float32 product's summation order follows the
@@ -17,6 +17,9 @@ from bench.execute import worker_xla_flags
 # certificate on lp_inconsistent_eq passed or missed by 8.7e-3 with the load). Set before
 # any test imports JAX.
 os.environ["XLA_FLAGS"] = worker_xla_flags(os.environ.get("XLA_FLAGS"))
+# and with XLA:CPU's one-thread pool of a worker (bench.execute.WORKER_THREAD_ENV: jaxlib 0.10's
+# batched LAPACK kernels deadlock a pool they fill)
+os.environ.update(worker_thread_env())
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO = TESTS_DIR.parent

@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -99,6 +100,39 @@ def test_workers_get_single_threaded_eigen_unless_the_user_chose():
     assert worker_xla_flags(None) == WORKER_XLA_FLAG
     assert worker_xla_flags("--xla_dump_to=/tmp/x") == f"--xla_dump_to=/tmp/x {WORKER_XLA_FLAG}"
     assert worker_xla_flags("--xla_cpu_multi_thread_eigen=true") == "--xla_cpu_multi_thread_eigen=true"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists() or len(os.sched_getaffinity(0)) < 2,
+                    reason="counts threads in /proc; with one core XLA's pool has one thread anyway")
+def test_workers_run_xla_with_a_one_thread_pool_unless_the_user_chose(tmp_path, monkeypatch):
+    """jaxlib 0.10's batched LAPACK kernels deadlock a pool they fill (WORKER_THREAD_ENV)."""
+    from bench.execute import LocalPool, worker_thread_env
+    from xla_pool_probe import xla_pool_threads
+
+    for user, threads in ((None, "1"), ("3", "3")):
+        if user is None:
+            monkeypatch.delenv("PJRT_NPROC", raising=False)  # (conftest sets it for in-process solves)
+            assert worker_thread_env() == {"PJRT_NPROC": "1"}
+        else:
+            monkeypatch.setenv("PJRT_NPROC", user)
+            assert worker_thread_env() == {}
+        out = tmp_path / f"threads-{user}"
+        with LocalPool() as pool:
+            state, reason = pool.run((xla_pool_threads, (str(out),)), "float64", timeout=120)
+        assert state == "done", reason
+        assert out.read_text() == threads
+
+
+@pytest.mark.needs("qpax")
+def test_qpax_float64_on_cube_3d_finishes_in_a_worker(tmp_path, monkeypatch):
+    """This cell of the default preset wedged (no CPU, never returning) in 5 of 6 tries on
+    2 cores with XLA's default pool: jaxlib 0.10's triangular solves waited on each other."""
+    monkeypatch.delenv("PJRT_NPROC", raising=False)  # the worker's own setting, not conftest's
+    cells, _ = grid.expand(["cube-3d"], ["qpax"], ["float64"], ["cpu"], [64], 0, 1)
+    [result] = runner.run_cells(cells, tmp_path / "run", "t", timeout=600)
+    assert result.state == "done", result.reason
+    assert (result.rows["env_pjrt_nproc"] == "1").all()
+    assert (result.rows["outcome"] == "correct").sum() >= 60
 
 
 @pytest.mark.serial  # a 3 s stall window: on a loaded machine a starved healthy worker would look wedged

@@ -26,6 +26,12 @@ try:
 except ImportError:  # an older commit
     from bench.runner import worker_xla_flags
 os.environ["XLA_FLAGS"] = worker_xla_flags(os.environ.get("XLA_FLAGS"))
+try:  # and XLA:CPU's one-thread pool (jaxlib 0.10's batched LAPACK kernels deadlock a full pool)
+    from bench.execute import worker_thread_env
+
+    os.environ.update(worker_thread_env())
+except ImportError:  # an older commit
+    pass
 
 import bench.runner  # noqa: E402,F401  (imported once in asv's server: numpy, scipy, pandas, highspy)
 
