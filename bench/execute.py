@@ -123,7 +123,7 @@ WORKER_MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESH
 #: jaxlib 0.10.0 - 0.11.0 split a batched LAPACK kernel (Cholesky, triangular solve, ...) into
 #: pieces on that pool and block their own pool thread until the pieces are done; when as many
 #: such kernels run at once as the pool has threads, every thread waits and the solve never
-#: returns. Seen here: qpax float64 on cube-3d at 64 scenes wedged in 5 of 6 tries on 2 cores
+#: returns. Seen here: qpax float64 on cube-3d at 64 scenes wedged in 8 of 13 tries on 2 cores
 #: (gdb: both pool threads in ``lapack_dtrsm_ffi`` -> ``ParallelBatchMap``, waiting) and in 8
 #: of 8 default-preset runs; with one thread, where the pieces run inline, it finished in every
 #: try. Cells are single-threaded already (``WORKER_XLA_FLAG``); rows record the setting
