@@ -131,15 +131,20 @@ WORKER_MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESH
 WORKER_THREAD_ENV = {"PJRT_NPROC": "1"}
 
 
+def _unset_by_user(settings: dict[str, str]) -> dict[str, str]:
+    """The entries of ``settings`` the user's environment does not set already."""
+    return {k: v for k, v in settings.items() if k not in os.environ}
+
+
 def worker_malloc_env() -> dict[str, str]:
     """The ``WORKER_MALLOC_ENV`` entries the user's environment does not set already."""
-    return {k: v for k, v in WORKER_MALLOC_ENV.items() if k not in os.environ}
+    return _unset_by_user(WORKER_MALLOC_ENV)
 
 
 def worker_thread_env() -> dict[str, str]:
     """The ``WORKER_THREAD_ENV`` entries the user's environment does not set already (set them
     before JAX starts, as tests and asv do, to solve in-process as a worker does)."""
-    return {k: v for k, v in WORKER_THREAD_ENV.items() if k not in os.environ}
+    return _unset_by_user(WORKER_THREAD_ENV)
 
 
 def worker_xla_flags(current: str | None) -> str:
