@@ -22,6 +22,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
+
 from solvers import plugins
 from solvers.errors import ProblemError, did_you_mean
 
@@ -288,7 +290,20 @@ def generate(family: "str | FamilySpec", n: int, seed: int = 0, **params: Any) -
         raise ProblemError(f"family {spec.name!r} is not available here: {reason}")
     items, meta = fam.items(n, seed, spec.params)
     record = {"n": n, "seed": seed, **spec.params, "generator_version": fam.version}
-    return fam.make(items, meta, spec.kind, record)
+    return _frozen_batch(fam.make(items, meta, spec.kind, record))
+
+
+def _frozen_batch(batch: ProblemBatch) -> ProblemBatch:
+    """``batch`` with every array made read-only in place, down to the array that owns its
+    memory (made by the generator, held by nobody else): ``check_standard_form`` then takes
+    the arrays as they are instead of copying them, and nothing can change a batch that a
+    reference or a verifier judges against."""
+    arrays = [*batch.arrays(), *batch.extra().values(), *batch.payload.values()]
+    for arr in arrays:
+        while isinstance(arr, np.ndarray):
+            arr.setflags(write=False)
+            arr = arr.base
+    return batch
 
 
 when_missing(families)  # a kind a family plug-in brings is found by get_kind (problems.kinds.base)

@@ -394,10 +394,10 @@ class StandardForm:
 
     def __post_init__(self) -> None:
         if self.lb is None:
-            object.__setattr__(self, "lb", _frozen_copy(np.zeros(self.c.shape)))
+            object.__setattr__(self, "lb", _frozen_own(np.zeros(self.c.shape), None))
         if self.cones is None:
-            object.__setattr__(self, "cones", _frozen_copy(np.zeros((0, 3), dtype=np.int64)))
-            object.__setattr__(self, "cone_mu", _frozen_copy(np.zeros(self.c.shape[:-1] + (0,))))
+            object.__setattr__(self, "cones", _frozen_own(np.zeros((0, 3), dtype=np.int64), None))
+            object.__setattr__(self, "cone_mu", _frozen_own(np.zeros(self.c.shape[:-1] + (0,)), None))
 
     @property
     def n(self) -> int:
@@ -527,10 +527,10 @@ def check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P=None, *, lb=None, cones=Non
                 raise ProblemError(
                     f"{name}: expected batch size {batch} (from c) on axis 0; got {arr.shape[0]}"
                 )
-    # read-only copies; the default bounds and cone coefficients are new arrays of ours, frozen as they are
-    fresh = (lb is None, cones is None, cones is None)
-    frozen = [_frozen_copy(a) for a in (c_, A_eq_, b_eq_, A_ub_, b_ub_, P_)] + [
-        _frozen(a) if new else _frozen_copy(a) for a, new in zip((lb_, cones_, mu_), fresh)]
+    # read-only arrays nobody else can write: the caller's when already frozen, else copies;
+    # arrays made here (a conversion, the symmetrised P, default bounds and cones) frozen in place
+    given = (c, A_eq, b_eq, A_ub, b_ub, P, lb, cones, cone_mu)
+    frozen = [_frozen_own(a, g) for a, g in zip((c_, A_eq_, b_eq_, A_ub_, b_ub_, P_, lb_, cones_, mu_), given)]
     form = StandardForm(*frozen[:6], batch, *frozen[6:])
     for name in ("c", "A_eq", "b_eq", "A_ub", "b_ub", "P", "lb", "cone_mu"):  # once, for every adapter's check
         form.magnitudes[name] = (getattr(form, name), seen[name] if name in seen else form.magnitude(name))
@@ -541,6 +541,35 @@ def _frozen(arr: np.ndarray) -> np.ndarray:
     """``arr`` (an array nobody else holds) made read-only in place."""
     arr.setflags(write=False)
     return arr
+
+
+def is_frozen(arr: Any) -> bool:
+    """Whether ``arr`` is a NumPy array that nothing can write through: read-only, and so is
+    every array its memory is borrowed from, down to a read-only owner. (An owner can be made
+    writeable again, ``setflags(write=True)``; a frozen input is trusted not to be.) Memory
+    borrowed from anything but a NumPy array (a buffer, another library's array) is not
+    taken as frozen."""
+    while isinstance(arr, np.ndarray) and not arr.flags.writeable:
+        if arr.base is None:
+            return True
+        arr = arr.base
+    return False
+
+
+def _frozen_own(arr: np.ndarray | None, given: Any) -> np.ndarray | None:
+    """``arr`` (the checked form of the caller's ``given``) as a ``StandardForm`` holds it: a
+    read-only view of a read-only owner, which nobody can make writeable again
+    (``setflags(write=True)`` raises on such a view). The owner is the caller's array when it
+    is already frozen (``is_frozen``: no copy, so a generator's frozen batch is checked without
+    copying it), ``arr`` itself when checking made it (a conversion, a default: memory nobody
+    else holds), else a copy."""
+    if arr is None:
+        return None
+    if arr is given or (isinstance(given, np.ndarray) and np.may_share_memory(arr, given)):
+        owner = arr if is_frozen(arr) else _frozen_copy(arr)  # the caller's memory: copied unless frozen
+    else:
+        owner = arr if is_frozen(arr) else _frozen(arr)
+    return owner.view()
 
 
 def _frozen_copy(arr: np.ndarray | None) -> np.ndarray | None:

@@ -183,7 +183,7 @@ class NanOptimalAdapter(Adapter):
 class MutatingAdapter(Adapter):
     """Issue 24, item 1: changes the problem it is given, then claims a certificate for the
     changed problem (``A = 0``, ``b = 1``: ``y_eq = 1`` proves it infeasible). ``how``:
-    ``inplace`` writes into the arrays it was handed; ``unlock`` first makes them writeable
+    ``inplace`` writes into the arrays it was handed; ``unlock`` first tries to make them writeable
     (``setflags``); ``batch`` finds the caller's ``ProblemBatch`` objects through the garbage
     collector and writes into theirs; ``none`` changes nothing (the same answers, honestly)."""
 

@@ -279,6 +279,53 @@ def test_standard_form_arrays_are_read_only_and_never_alias_the_callers(batch, n
     assert not one.c.flags.writeable and not one.A_ub.flags.writeable
 
 
+@given(st.integers(1, 4), st.integers(1, 5), st.integers(0, 3), st.booleans(), st.data())
+def test_a_frozen_input_is_held_without_a_copy_and_nothing_it_holds_can_be_unlocked(batch, n, m, as_view, data):
+    """A caller's array that nothing can write (read-only down to its owner, as
+    ``problems.generate`` returns them) is held as it is, without a copy; a read-only view of
+    memory the caller can still write is copied; and no array of the form can be made
+    writeable again (``setflags(write=True)`` raises), so an adapter cannot change what it is
+    judged on."""
+    c = data.draw(hnp.arrays(np.float64, (batch, n), elements=FINITE))
+    A = data.draw(hnp.arrays(np.float64, (batch, m, n), elements=FINITE))
+    b = data.draw(hnp.arrays(np.float64, (batch, m), elements=FINITE))
+    owners = (c, A, b)
+    given_ = [a.view() for a in owners] if as_view else list(owners)
+    for arr in given_:
+        arr.setflags(write=False)  # a view frozen, its owner not (as_view), or the owner frozen
+    std = check_standard_form(given_[0], np.zeros((batch, 0, n)), np.zeros((batch, 0)), given_[1], given_[2],
+                              batched=True)
+    for name, arr in zip(("c", "A_ub", "b_ub"), given_):
+        held = getattr(std, name)
+        assert solvers.types.is_frozen(held), name
+        assert np.shares_memory(held, arr) == (not as_view and arr.size > 0), name
+    for name in ("c", "A_eq", "b_eq", "A_ub", "b_ub", "lb", "cones", "cone_mu"):
+        with pytest.raises(ValueError, match="WRITEABLE"):
+            getattr(std, name).setflags(write=True)
+    if as_view:  # the caller can still write its owners: the form keeps what it checked
+        snapshot = std.c.copy()
+        c[...] = 7.0
+        np.testing.assert_array_equal(std.c, snapshot)
+
+
+@pytest.mark.parametrize("family, params", [("planar-box", {"kind": "exit"}), ("cube-3d", {}),
+                                            ("quadruped", {"kind": "qp"})])
+def test_a_generated_batch_is_frozen_and_checked_without_a_copy(family, params):
+    """``problems.generate`` freezes every array of the batch (payload included) down to its
+    owner, so ``check_standard_form`` holds the batch's own memory instead of copying it
+    (issue 22: the copy was a third of validation at 65,536 cases)."""
+    batch = problems.generate(family, 8, 0, **params)
+    named = {**dict(zip(("c", "A_eq", "b_eq", "A_ub", "b_ub"), batch.arrays())),
+             **{k: v for k, v in batch.extra().items() if v is not None}, **batch.payload}
+    for name, arr in named.items():
+        assert solvers.types.is_frozen(arr), name
+        with pytest.raises(ValueError):
+            arr[(0,) * arr.ndim] = 1.0
+    std = check_standard_form(*batch.arrays(), **batch.extra(), batched=True)
+    for name in ("c", "A_eq", "b_eq", "A_ub", "b_ub"):
+        assert np.shares_memory(getattr(std, name), named[name]) or not named[name].size, name
+
+
 def _lp_batch(c, A_eq, A_ub, b_ub, lb=None, P=None):
     B, n = c.shape
     return problems.ProblemBatch("t", "lp" if P is None else "qp", c, A_eq, np.zeros((B, A_eq.shape[1])), A_ub,

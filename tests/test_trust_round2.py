@@ -59,8 +59,8 @@ def test_20_mpax_direct_solve_of_an_unbounded_lp_ends():
 
 # ------------------------------------------------------------------ 1: an adapter cannot change what it is judged on
 @pytest.mark.parametrize("how, words", [
-    ("inplace", "read-only"),                 # the arrays it gets are read-only copies
-    ("unlock", None),                         # made writeable: it changes its own copy, judged on the original
+    ("inplace", "read-only"),                 # the arrays it gets are read-only
+    ("unlock", "WRITEABLE"),                  # they cannot be made writeable again (read-only views)
     ("batch", "changed the problem arrays"),  # reaches the caller's batch: caught by the content hash
 ])
 def test_01_an_adapter_that_changes_its_input_is_judged_on_the_original(tmp_path, fake_plugins, how, words):
