@@ -327,13 +327,14 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             return None
         starts = np.zeros(B, dtype=bool)  # True where an LP differs from the one before it
         starts[0] = True
-        for block in (problem.A_eq[:, :, :-1], problem.b_eq, problem.A_ub[:, :, :-1], problem.b_ub):
-            flat = block.reshape(B, -1)
-            if flat.shape[1]:
-                starts[1:] |= np.any(flat[1:] != flat[:-1], axis=1)
+        # the small right-hand sides first: an LP-1 batch (a scene per LP) is told apart by them
+        # alone, before its matrices are read (no copy of them either: compared in place)
+        for block in (problem.b_eq, problem.b_ub, problem.A_eq[:, :, :-1], problem.A_ub[:, :, :-1]):
+            if block[0].size:
+                starts[1:] |= np.any(block[1:] != block[:-1], axis=tuple(range(1, block.ndim)))
+            if 2 * np.count_nonzero(starts) > B:
+                return None
         first = np.flatnonzero(starts)
-        if 2 * len(first) > B:
-            return None
         group = np.cumsum(starts) - 1
         jax = _jax.import_jax()
         dev = _jax.device(self.settings["device"])

@@ -182,20 +182,30 @@ def test_a_recorded_magnitude_counts_only_for_the_array_it_was_taken_from():
     assert free.magnitude("lb") == 5.0
 
 
-@given(st.lists(st.tuples(st.integers(0, 2), st.integers(1, 4)), min_size=1, max_size=12), st.integers(0, 3))
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 4)), min_size=1, max_size=12), st.integers(0, 3))
 def test_warm_start_groups_are_the_runs_of_lps_equal_but_for_their_last_column(runs, seed):
-    """``linrax-hold``'s grouping (neighbour comparison) against a per-LP comparison."""
+    """``linrax-hold``'s grouping (neighbour comparison) against a per-LP comparison. Four LP
+    bodies: 0 and 1 differ in A_eq, 2 only in A_ub, 3 only in b_eq (a grouping that read the
+    matrices alone, or the right-hand sides alone, merges two of them)."""
     _jax_ready("linrax-hold")
     rng = np.random.default_rng(seed)
-    bodies = rng.normal(size=(3, 2, 3))  # three distinct LP bodies (A_eq without its last column)
-    A_eq, labels = [], []
+    A_body = rng.normal(size=(2, 2, 3))[[0, 1, 0, 0]]  # A_eq without its last column
+    b_body = np.ones((4, 2))
+    b_body[3] = 2.0
+    U_body = np.ones((4, 1, 4))
+    U_body[2, 0, 0] = -1.0
+    A_eq, b_eq, A_ub, labels = [], [], [], []
     for body, count in runs:
         for _ in range(count):
-            A_eq.append(np.concatenate([bodies[body], rng.normal(size=(2, 1))], axis=1))
+            A_eq.append(np.concatenate([A_body[body], rng.normal(size=(2, 1))], axis=1))
+            b_eq.append(b_body[body])
+            U = U_body[body].copy()
+            U[0, -1] = rng.normal()  # the last column may differ inside a group
+            A_ub.append(U)
             labels.append(body)
     B = len(A_eq)
-    problem = check_standard_form(np.ones((B, 4)), np.array(A_eq), np.ones((B, 2)), np.zeros((B, 0, 4)),
-                                  np.zeros((B, 0)), batched=True)
+    problem = check_standard_form(np.ones((B, 4)), np.array(A_eq), np.array(b_eq), np.array(A_ub),
+                                  np.ones((B, 1)), batched=True)
     groups = solvers.get("linrax-hold", dtype="float64")._warm_groups(problem)
     expected = np.cumsum([True] + [labels[i] != labels[i - 1] for i in range(1, B)]) - 1
     if 2 * (expected[-1] + 1) > B:
