@@ -178,6 +178,12 @@ def tolerance(name: str, dtype: str) -> float:
     return declaration(name).atol.get(dtype, DEFAULT_ATOL[dtype])
 
 
+def certificate_tolerance(name: str, dtype: str) -> float:
+    """Tolerance of the adapter's infeasibility certificates at ``dtype`` (relative sign-
+    condition gap): its ``certificate_atol`` where declared, else ``tolerance``."""
+    return declaration(name).certificate_atol.get(dtype, tolerance(name, dtype))
+
+
 def known_issue(name: str, dtype: str, case_id: str) -> str | None:
     """The declared reason when (adapter, dtype, check) is a known issue, else None."""
     for (dtype_pat, case_pat), reason in declaration(name).known.items():
@@ -271,14 +277,16 @@ def _cone_failures(case: Case, x: np.ndarray, tol: float) -> list[str]:
     return out
 
 
-def case_failures(adapter: solvers.Adapter, case: Case, atol: float) -> list[str]:
-    """Why the adapter's answer to ``case`` is wrong (empty list: it passes)."""
+def case_failures(adapter: solvers.Adapter, case: Case, atol: float, certificate_atol: float | None = None) -> list[str]:
+    """Why the adapter's answer to ``case`` is wrong (empty list: it passes). A certificate
+    of infeasibility is checked at ``certificate_atol`` (default ``atol``)."""
     s = adapter.solve(*case.arrays(), **case.extra())
     if case.expect != "optimal":
         want = Status.INFEASIBLE if case.expect == "infeasible" else Status.UNBOUNDED
         if s.status is not want:
             return [f"status {s.status.text} ({s.native_status}), expected {want.text}"]
-        return _farkas_failures(case, s, atol) if case.expect == "infeasible" else []
+        return _farkas_failures(case, s, atol if certificate_atol is None else certificate_atol) \
+            if case.expect == "infeasible" else []
     out = []
     if s.status is not Status.OPTIMAL:
         out.append(f"status {s.status.text} ({s.native_status}), expected optimal")
@@ -396,7 +404,7 @@ def run_check(name: str, dtype: str, check_id: str, cache: dict | None = None) -
     adapter = conformance_adapter(name, dtype, cache)
     try:
         if case is not None:
-            failures = case_failures(adapter, case, atol)
+            failures = case_failures(adapter, case, atol, certificate_tolerance(name, dtype))
         elif check_id == "solve_batch_equals_loop":
             failures = batch_failures(adapter, atol)
         elif check_id == "bad_input":

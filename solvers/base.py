@@ -111,11 +111,16 @@ class Conformance:
     where its defaults cannot finish a case. ``known``: ``(dtype pattern, check pattern)``
     (``fnmatch``) -> the reason a check is a known issue. A known issue that starts passing
     is reported ``unexpected pass`` and fails the suite until the declaration is updated.
+    ``certificate_atol``: dtype -> tolerance of an infeasibility certificate's sign
+    condition, relative to its value (``farkas_check``), where it is not ``atol``: for a
+    solver whose certificate is an iterate (ray times k plus a bounded offset) rather than
+    the ray itself.
     """
 
     atol: dict[str, float] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
     known: dict[tuple[str, str], str] = field(default_factory=dict)
+    certificate_atol: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

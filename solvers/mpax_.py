@@ -45,6 +45,12 @@ class MpaxAdapter(_jax.JaxBatchedAdapter, Adapter):
     CONFORMANCE = Conformance(
         atol={"float32": 0.002, "float64": 0.001},
         settings={"max_iter": 20000},
+        # MPAX returns its dual iterate, not the ray it detected: at detection on
+        # lp_inconsistent_eq it is (-19609.3, 19630.0) in float64, the ray (-1, 1) times k plus
+        # an offset of about 20, so the sign-condition gap is about 1e-3 of the value and its
+        # sign follows the CPU's rounding (passed on CI's machine, missed by 1.05e-3 on an AMD
+        # EPYC VM; float32 once missed by 8.7e-3 under load). A non-certificate misses by O(1).
+        certificate_atol={"float32": 0.01, "float64": 0.01},
         known={
             ("float32", "lp_badly_scaled"):
                 "first-order method in float32: the 1e-6 row is not resolved within 20000 "

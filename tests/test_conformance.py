@@ -5,6 +5,7 @@ adapters' own declarations (``Adapter.CONFORMANCE``) and are strict xfails (a fi
 fails the run until the declaration is updated).
 """
 
+import numpy as np
 import pytest
 
 import solvers
@@ -89,3 +90,19 @@ def test_kkt_check_catches_a_wrong_dual_sign():
     wrong = SimpleNamespace(x=np.array([2.5, 1.5]), y_eq=np.array([0.5]), y_ub=np.array([1.5]))
     failures = conformance.kkt_failures(case, wrong, 1e-9)
     assert any("y_ub <= 0" in f for f in failures)
+
+
+def test_a_certificate_tolerance_admits_an_iterate_certificate_but_not_a_non_certificate():
+    """mpax's float64 certificate on lp_inconsistent_eq as one CPU gave it (the ray (-1, 1)
+    times k plus an offset): it misses the default float64 tolerance by its offset, passes
+    mpax's declared ``certificate_atol``; a vector that proves nothing fails at either."""
+    from types import SimpleNamespace
+
+    case = next(c for c in conformance.CASES if c.id == "lp_inconsistent_eq")
+    iterate = SimpleNamespace(y_eq=np.array([-19609.32936094, 19630.00196053]), y_ub=np.zeros(0))
+    wrong_way = SimpleNamespace(y_eq=np.array([1.0, 1.0]), y_ub=np.zeros(0))  # b^T y = 3, A^T y = (2, 2)
+    assert conformance.certificate_tolerance("mpax", "float64") == 0.01
+    assert conformance.certificate_tolerance("highs", "float64") == conformance.tolerance("highs", "float64")
+    assert conformance._farkas_failures(case, iterate, conformance.tolerance("mpax", "float64"))
+    assert conformance._farkas_failures(case, iterate, conformance.certificate_tolerance("mpax", "float64")) == []
+    assert conformance._farkas_failures(case, wrong_way, conformance.certificate_tolerance("mpax", "float64"))
