@@ -561,15 +561,17 @@ def _frozen_own(arr: np.ndarray | None, given: Any) -> np.ndarray | None:
     read-only view of a read-only owner, which nobody can make writeable again
     (``setflags(write=True)`` raises on such a view). The owner is the caller's array when it
     is already frozen (``is_frozen``: no copy, so a generator's frozen batch is checked without
-    copying it), ``arr`` itself when checking made it (a conversion, a default: memory nobody
-    else holds), else a copy."""
+    copying it), ``arr`` itself when checking made it and it owns its memory (a conversion, a
+    default: memory nobody else holds), else a copy (the caller's writable memory, or memory
+    borrowed from a buffer)."""
     if arr is None:
         return None
-    if arr is given or (isinstance(given, np.ndarray) and np.may_share_memory(arr, given)):
-        owner = arr if is_frozen(arr) else _frozen_copy(arr)  # the caller's memory: copied unless frozen
-    else:
-        owner = arr if is_frozen(arr) else _frozen(arr)
-    return owner.view()
+    if is_frozen(arr):
+        return arr.view()
+    borrowed = arr is given or (isinstance(given, np.ndarray) and np.may_share_memory(arr, given))
+    if borrowed or arr.base is not None:  # the caller's memory, or another object's (a buffer)
+        return _frozen_copy(arr).view()
+    return _frozen(arr).view()
 
 
 def _frozen_copy(arr: np.ndarray | None) -> np.ndarray | None:

@@ -279,6 +279,18 @@ def test_standard_form_arrays_are_read_only_and_never_alias_the_callers(batch, n
     assert not one.c.flags.writeable and not one.A_ub.flags.writeable
 
 
+@given(st.lists(st.floats(-1e3, 1e3), min_size=1, max_size=6), st.floats(-1e3, 1e3))
+def test_an_input_borrowed_from_a_writable_buffer_is_copied(values, later):
+    """A buffer (here a memoryview of a bytearray) is not a NumPy array, so its memory is not
+    taken as the check's own: writing to the buffer afterwards must not change the form."""
+    buf = bytearray(np.array(values, dtype=np.float64).tobytes())
+    n = len(values)
+    form = solvers.check_standard_form(memoryview(buf).cast("d"), np.zeros((0, n)), np.zeros(0),
+                                       np.ones((1, n)), [1.0])
+    buf[:8] = np.array([later]).tobytes()
+    assert np.array_equal(form.c, values)
+
+
 @given(st.integers(1, 4), st.integers(1, 5), st.integers(0, 3), st.booleans(), st.data())
 def test_a_frozen_input_is_held_without_a_copy_and_nothing_it_holds_can_be_unlocked(batch, n, m, as_view, data):
     """A caller's array that nothing can write (read-only down to its owner, as
