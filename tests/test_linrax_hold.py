@@ -30,35 +30,37 @@ def _outcome(batch, **settings):
     return exit_outcomes(v["verdict"], v["exit"], ref["ref_exit"], ref["ref_verdict"]), s
 
 
-def _case(family, n, seed, index, **params):
-    """One LP of a generated batch, as a batch of one (generators are pure: same bytes every time)."""
-    return problems.generate(family, n, seed, **params).subset(np.array([index]))
-
-
-# (measure, off value, family, n, seed, index, params): found by running every measure off
-# on seed 002's sets (generator version 2); each LP goes wrong with the measure off and right with
-# everything on. Found with XLA's single-threaded Eigen (tests/conftest.py, as in the cells): the
-# float32 results are then the same whatever the machine's load (pivot_tol's LP was 13 before).
+# (measure, off value, family, n, seed, params): seed 002's sets (generator version 2) on
+# which each measure, switched off, turns LPs from right to wrong. Which LPs depends on the
+# CPU: float32 rounding follows its vector units (the batch XLA compiles for, too). With
+# XLA's single-threaded Eigen (tests/conftest.py, as in the cells), pivot_tol fixed LP 85 of
+# cube-3d 768 on the machine that found it, and LPs 13, 179, 229, 270, 439, 514, 528 and 602,
+# not 85, on an AMD EPYC with AVX-512; dantzig fixed exit LP 168 of the 16-scene 3D exit
+# batch there, and 116, 171, 175, 181 and 190 (breaking 178) here. So the test counts.
 MEASURE_CASES = [
-    ("recompute", False, "cube-3d", 768, 0, 613, {}),
-    ("pivot_tol", 1e-6, "cube-3d", 768, 0, 85, {}),
-    ("reinvert", False, "cube-3d", 768, 0, 450, {}),
-    ("small_witness", False, "cube-3d", 768, 0, 450, {}),
-    ("exit_cap", False, "planar-box", 256, 0, 2, {"kind": "exit", "disk": True}),
-    # a 3D exit LP (from the 16-scene exit batch: 4 such LPs there, none the other way)
-    ("dantzig", False, "cube-3d", 16, 0, 168, {"kind": "exit"}),
+    ("recompute", False, "cube-3d", 768, 0, {}),
+    ("pivot_tol", 1e-6, "cube-3d", 768, 0, {}),
+    ("reinvert", False, "cube-3d", 768, 0, {}),
+    ("small_witness", False, "cube-3d", 768, 0, {}),
+    ("exit_cap", False, "planar-box", 256, 0, {"kind": "exit", "disk": True}),
+    ("dantzig", False, "cube-3d", 16, 0, {"kind": "exit"}),
 ]
+WRONG = ("uncertain", "false_reject", "failed")
 
 
-@pytest.mark.parametrize("measure, off, family, n, seed, index, params", MEASURE_CASES,
-                         ids=[c[0] for c in MEASURE_CASES])
-def test_each_measure_fixes_a_concrete_lp(measure, off, family, n, seed, index, params):
+@pytest.mark.parametrize("measure, off, family, n, seed, params", MEASURE_CASES, ids=[c[0] for c in MEASURE_CASES])
+def test_each_measure_fixes_more_lps_than_it_breaks(measure, off, family, n, seed, params):
+    """Each measure earns its place: on its set, more LPs are right with it and wrong without
+    it than the other way round (at least one), and with every measure on none is a false
+    accept."""
     # solved in its batch: float32 rounding under vmap depends on the batch XLA compiles for
     batch = problems.generate(family, n, seed, **params)
     with_all, _ = _outcome(batch)
     without, _ = _outcome(batch, **{measure: off})
-    assert with_all[index] == "correct"
-    assert without[index] in ("uncertain", "false_reject", "failed")
+    with_all, without = np.asarray(with_all), np.asarray(without)
+    fixed = np.flatnonzero((with_all == "correct") & np.isin(without, WRONG))
+    broke = np.flatnonzero((without == "correct") & np.isin(with_all, WRONG))
+    assert len(fixed) > len(broke), f"{measure} off: fixed {fixed.tolist()}, broke {broke.tolist()}"
     assert "false_accept" not in set(with_all)
 
 
@@ -268,7 +270,7 @@ def test_without_the_cap_a_cycling_lp_never_returns(tmp_path):
 def test_chunked_batches_give_the_whole_batch_answer():
     batch = problems.generate("cube-3d", 10, 2)
     whole = solvers.get("linrax-hold", dtype="float64", chunk=0).solve_batch(*batch.arrays())
-    chunked = solvers.get("linrax-hold", dtype="float64", chunk=4).solve_batch(*batch.arrays())  # 4 + 4 + 2 padded
+    chunked = solvers.get("linrax-hold", dtype="float64", chunk=4).solve_batch(*batch.arrays())  # 4 + 4 + the last 4 (2 new)
     np.testing.assert_allclose(chunked.x, whole.x, atol=1e-9)
     np.testing.assert_array_equal(chunked.status, whole.status)
 
