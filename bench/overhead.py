@@ -7,7 +7,8 @@ one end-to-end solve as a cell times it (``solvers.timing``: ``validate``, i.e.
 transfer; ``run``, the solve; ``finish``, device to host and the float64
 ``BatchSolution``), the end-to-end total, and a raw baseline: the adapter's own
 ``jit(vmap)`` function called on the same float32 host arrays (host NumPy in, host NumPy
-out, nothing else). ``ratio`` is end to end over the raw baseline; ``harness %`` is
+out, nothing else), in the adapter's pieces where it has a ``chunk`` setting (the table's
+``chunk`` column; ``raw_baseline``). ``ratio`` is end to end over the raw baseline; ``harness %`` is
 (validate + prepare + finish) as a share of ``run``. Rounds are interleaved (adapter, then
 baseline), after as many rounds of the adapter alone (kept if the baseline wedges), and
 the medians are printed as a markdown table. Each configuration runs in a
@@ -55,13 +56,14 @@ def measure(spec: str, batch, device: str, rounds: int, partial=None) -> dict[st
     adapter = solvers.get(spec, dtype="float32", device=device)
     host = check_standard_form(*batch.arrays(), **batch.extra(), batched=True)
     _problem, (bounded, placed, *_warm) = adapter.prepare(host)  # (linrax-hold adds its warm_exits groups)
-    raw_fn = adapter._compiled(host.P is not None, bounded)
-    raw_in = [np.array(a, copy=True) for a in placed]  # float32 host arrays of their own, made outside the clock
+    chunk = int(adapter.settings.get("chunk") or 0)
+    # float32 host arrays of their own, made outside the clock
+    raw_solve = raw_baseline(adapter._compiled(host.P is not None, bounded),
+                             [np.array(a, copy=True) for a in placed], chunk)
 
     def raw() -> None:
         with _jax.precision("float32"):
-            out = raw_fn(*raw_in)  # host NumPy in: jit places it on its device
-            [np.asarray(o) for o in jax.block_until_ready(out)]
+            raw_solve()
 
     def harness() -> list[float]:
         t0 = time.perf_counter()
@@ -79,7 +81,7 @@ def measure(spec: str, batch, device: str, rounds: int, partial=None) -> dict[st
     def medians(phases: list[list[float]]) -> dict[str, float]:
         ms = np.median(np.array(phases), axis=0) * 1e3
         return {"validate": ms[0], "prepare": ms[1], "run": ms[2], "finish": ms[3], "end_to_end": ms[4],
-                "harness_pct": 100 * (ms[0] + ms[1] + ms[3]) / ms[2]}
+                "harness_pct": 100 * (ms[0] + ms[1] + ms[3]) / ms[2], "chunk": chunk}
 
     harness()  # compile and warm up
     if partial is not None:  # the harness alone first: what is left if the baseline wedges
@@ -94,6 +96,37 @@ def measure(spec: str, batch, device: str, rounds: int, partial=None) -> dict[st
     figures = medians(phases)
     raw_ms = float(np.median(baseline)) * 1e3
     return {**figures, "raw_end_to_end": raw_ms, "ratio": figures["end_to_end"] / raw_ms}
+
+
+def raw_baseline(solve, host_arrays, chunk: int = 0):
+    """The raw baseline of ``solve`` (a jitted, vmapped function, batch axis first) on
+    ``host_arrays`` (NumPy): a function that calls ``solve`` on host NumPy (jit places it on
+    its device) and returns its outputs as host NumPy arrays, nothing else.
+
+    With ``chunk`` > 0 it solves in pieces of ``chunk`` cases, as the adapter's own ``run``
+    does (``JaxBatchedAdapter.chunked``: the last piece padded by repeating its final case,
+    the padding dropped), so that the ratio compares the harness, not two ways of batching:
+    under ``vmap`` a while loop runs until the slowest case of its piece, so one piece of
+    65,536 cases takes longer than 64 of 1,024. The pieces are cut here, outside the clock."""
+    import jax
+
+    n = host_arrays[0].shape[0]
+    if chunk <= 0 or n <= chunk:
+        pieces = [(list(host_arrays), n)]
+    else:
+        pieces = []
+        for start in range(0, n, chunk):
+            part = [a[start:start + chunk] for a in host_arrays]
+            kept = part[0].shape[0]
+            if kept < chunk:
+                part = [np.concatenate([a, np.repeat(a[-1:], chunk - kept, axis=0)]) for a in part]
+            pieces.append((part, kept))
+
+    def run() -> tuple[np.ndarray, ...]:
+        outs = [[np.asarray(o)[:kept] for o in jax.block_until_ready(solve(*part))] for part, kept in pieces]
+        return tuple(outs[0]) if len(outs) == 1 else tuple(np.concatenate(cols) for cols in zip(*outs))
+
+    return run
 
 
 def measure_job(spec: str, family: str, n: int, seed: int, device: str, rounds: int, out: str, *,
@@ -142,7 +175,10 @@ def table(adapters=ADAPTERS, sizes=SIZES, rounds: int = 5, seed: int = 0, family
                     rows.append({"adapter": spec, "n": n, "device": device, **figures,
                                  "state": state, **({"reason": reason} if reason else {})})
                     print(f"  {spec} n={n} {device}: {state} {reason}".rstrip(), file=sys.stderr, flush=True)
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    if "chunk" in out:  # (JSON carries it as a float)
+        out["chunk"] = out["chunk"].astype("Int64")
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:

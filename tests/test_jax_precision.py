@@ -80,3 +80,46 @@ def test_the_overhead_benchmark_measures_each_phase_against_the_raw_baseline():
     assert parts == pytest.approx(row["end_to_end"], rel=1e-6)
     assert row["ratio"] == pytest.approx(row["end_to_end"] / row["raw_end_to_end"])
     assert row["run"] > 0 and row["raw_end_to_end"] > 0
+
+
+def test_the_raw_baseline_solves_in_the_adapters_pieces():
+    """The raw baseline batches as the adapter does: with ``chunk`` it calls the solve on
+    pieces of that many cases (the last padded by repeating its final case) and returns the
+    whole batch, padding dropped. Before, it solved linrax-hold's 65,536 cases in one piece
+    against the adapter's 64 of 1,024, and its "ratio" compared two ways of batching (the
+    baseline was the slower one in every row)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from bench.overhead import raw_baseline
+
+    shapes = []
+
+    def solve(a, b):
+        shapes.append(a.shape)
+        return jax.vmap(lambda x, y: (jnp.sum(x) * y, x[::-1]))(a, b)
+
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(40, 3)).astype(np.float32), rng.normal(size=40).astype(np.float32)
+    whole = raw_baseline(solve, [a, b])()
+    assert shapes == [(40, 3)]
+    shapes.clear()
+    pieces = raw_baseline(solve, [a, b], chunk=16)()
+    assert shapes == [(16, 3)] * 3  # 16 + 16 + 8, the last padded to 16
+    for got, want in zip(pieces, whole):
+        assert isinstance(got, np.ndarray) and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert raw_baseline(solve, [a, b], chunk=64)()[0].shape == (40,)  # a batch within one piece: whole
+
+
+def test_the_overhead_table_records_each_adapters_chunk():
+    """linrax-hold solves in pieces of 1,024 by default, linrax in one: the table says so."""
+    from bench import overhead
+
+    for name in ("linrax", "linrax-hold"):
+        if solvers.available().get(name):
+            pytest.skip(solvers.available()[name])
+    out = overhead.table(["linrax", "linrax-hold"], [32], rounds=1).set_index("adapter")
+    assert out.loc["linrax", "chunk"] == 0 and out.loc["linrax-hold", "chunk"] == 1024
+    assert (out["state"] == "done").all()
