@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 
 from .errors import ProblemError, SolverNotAvailable
+
+
+@functools.cache
+def piece_slicer(chunk: int):
+    """A jitted ``cut(arrays, start)``: rows ``start .. start + chunk`` of each array (batch
+    axis first), all in one dispatch (``start`` a traced int32: one compiled program per
+    ``chunk`` and shapes)."""
+    jax = import_jax()
+    return jax.jit(lambda arrays, start: tuple(jax.lax.dynamic_slice_in_dim(a, start, chunk, axis=0)
+                                               for a in arrays))
 
 
 def import_jax():
@@ -174,22 +185,29 @@ class JaxBatchedAdapter:
     def chunked(self, solve, arrays):
         """``solve(*arrays)`` (a jitted, vmapped function of arrays with one leading batch axis)
         in pieces of the ``chunk`` setting (0: at once), blocked until ready; call it inside
-        ``precision``."""
+        ``precision``.
+
+        Every piece has ``chunk`` cases, so one compiled shape serves them all: the last piece
+        starts ``chunk`` cases before the end (it overlaps the one before it, whose answers
+        for the overlap are kept) and only its new cases are kept. Each piece is cut from the
+        arrays on their device by one jitted dispatch (``piece_slicer``), not one per array:
+        at 65,536 cases in pieces of 1,024, slicing six arrays one by one cost about 35 ms of
+        dispatches, a seventh of linrax-hold's run on a 2-core CPU."""
         jax = import_jax()
         chunk = int(self.settings.get("chunk") or 0)
         n = arrays[0].shape[0]
         if chunk <= 0 or n <= chunk:
             return jax.block_until_ready(solve(*arrays))
         import jax.numpy as jnp
+        import numpy as np
 
+        cut = piece_slicer(chunk)
+        arrays = tuple(arrays)
         pieces = []
         for start in range(0, n, chunk):
-            part = [a[start:start + chunk] for a in arrays]
-            short = chunk - part[0].shape[0]
-            if short:
-                part = [jnp.concatenate([a, jnp.repeat(a[-1:], short, axis=0)]) for a in part]
-            out = jax.block_until_ready(solve(*part))
-            pieces.append([o[:chunk - short] for o in out])
+            begin = min(start, n - chunk)  # the last piece: a full one, ending at n
+            out = jax.block_until_ready(solve(*cut(arrays, np.int32(begin))))
+            pieces.append(out if begin == start else [o[start - begin:] for o in out])
         return tuple(jnp.concatenate(cols) for cols in zip(*pieces))
 
     def collect(self, raw, prepared):

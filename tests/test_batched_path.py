@@ -214,6 +214,37 @@ def test_warm_start_groups_are_the_runs_of_lps_equal_but_for_their_last_column(r
         assert np.array_equal(groups[1], expected)
 
 
+@given(st.integers(1, 40), st.integers(0, 48))
+def test_a_batch_solved_in_pieces_is_the_batch_solved_at_once(n, chunk):
+    """``JaxBatchedAdapter.chunked``: every piece has ``chunk`` cases (the last one overlaps
+    the one before it and keeps only its new cases); each row of every output comes from its
+    own case, once, in order, whatever ``n`` and ``chunk``."""
+    _jax_ready("linrax-hold")
+    import jax
+    import jax.numpy as jnp
+
+    from solvers._jax import JaxBatchedAdapter
+
+    sizes = []
+
+    def solve(a, b):
+        sizes.append(a.shape[0])
+        return jax.vmap(lambda x, y: (x * 2.0 + y, jnp.sum(x) - y))(a, b)
+
+    a = jnp.arange(3.0 * n).reshape(n, 3)
+    b = jnp.arange(float(n)) * 10.0
+    whole = solve(a, b)
+    sizes.clear()
+    adapter = JaxBatchedAdapter.__new__(JaxBatchedAdapter)
+    adapter.settings = {"chunk": chunk}
+    pieces = adapter.chunked(solve, (a, b))
+    for got, want in zip(pieces, whole):
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert set(sizes) == ({n} if chunk == 0 or n <= chunk else {chunk})  # one compiled shape
+    assert len(sizes) == (1 if chunk == 0 or n <= chunk else -(-n // chunk))
+
+
 @given(st.integers(0, 10_000), st.integers(1, 4), st.integers(1, 5))
 def test_equality_consistency_of_a_batch_equals_each_case_least_squares(seed, m, n):
     from problems.kinds.qp import equalities_consistent
