@@ -104,26 +104,24 @@ def raw_baseline(solve, host_arrays, chunk: int = 0):
     its device) and returns its outputs as host NumPy arrays, nothing else.
 
     With ``chunk`` > 0 it solves in pieces of ``chunk`` cases, as the adapter's own ``run``
-    does (``JaxBatchedAdapter.chunked``: the last piece padded by repeating its final case,
-    the padding dropped), so that the ratio compares the harness, not two ways of batching:
-    under ``vmap`` a while loop runs until the slowest case of its piece, so one piece of
-    65,536 cases takes longer than 64 of 1,024. The pieces are cut here, outside the clock."""
+    does (``JaxBatchedAdapter.chunked``: the last piece is the batch's last ``chunk`` cases,
+    of which only those not in the piece before are kept), so that the ratio compares the
+    harness, not two ways of batching: under ``vmap`` a while loop runs until the slowest
+    case of its piece, so one piece of 65,536 cases takes longer than 64 of 1,024. The
+    pieces are cut here, outside the clock."""
     import jax
 
     n = host_arrays[0].shape[0]
     if chunk <= 0 or n <= chunk:
-        pieces = [(list(host_arrays), n)]
+        pieces = [(list(host_arrays), 0)]
     else:
         pieces = []
         for start in range(0, n, chunk):
-            part = [a[start:start + chunk] for a in host_arrays]
-            kept = part[0].shape[0]
-            if kept < chunk:
-                part = [np.concatenate([a, np.repeat(a[-1:], chunk - kept, axis=0)]) for a in part]
-            pieces.append((part, kept))
+            begin = min(start, n - chunk)
+            pieces.append(([a[begin:begin + chunk] for a in host_arrays], start - begin))
 
     def run() -> tuple[np.ndarray, ...]:
-        outs = [[np.asarray(o)[:kept] for o in jax.block_until_ready(solve(*part))] for part, kept in pieces]
+        outs = [[np.asarray(o)[skip:] for o in jax.block_until_ready(solve(*part))] for part, skip in pieces]
         return tuple(outs[0]) if len(outs) == 1 else tuple(np.concatenate(cols) for cols in zip(*outs))
 
     return run

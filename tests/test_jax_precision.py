@@ -84,8 +84,8 @@ def test_the_overhead_benchmark_measures_each_phase_against_the_raw_baseline():
 
 def test_the_raw_baseline_solves_in_the_adapters_pieces():
     """The raw baseline batches as the adapter does: with ``chunk`` it calls the solve on
-    pieces of that many cases (the last padded by repeating its final case) and returns the
-    whole batch, padding dropped. Before, it solved linrax-hold's 65,536 cases in one piece
+    pieces of that many cases (the last one the batch's last ``chunk`` cases, overlapping the
+    one before it) and returns the whole batch, each case once. Before, it solved linrax-hold's 65,536 cases in one piece
     against the adapter's 64 of 1,024, and its "ratio" compared two ways of batching (the
     baseline was the slower one in every row)."""
     import jax
@@ -106,7 +106,7 @@ def test_the_raw_baseline_solves_in_the_adapters_pieces():
     assert shapes == [(40, 3)]
     shapes.clear()
     pieces = raw_baseline(solve, [a, b], chunk=16)()
-    assert shapes == [(16, 3)] * 3  # 16 + 16 + 8, the last padded to 16
+    assert shapes == [(16, 3)] * 3  # 0-16, 16-32, then 24-40 (8 new)
     for got, want in zip(pieces, whole):
         assert isinstance(got, np.ndarray) and got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-6)
