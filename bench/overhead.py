@@ -111,14 +111,13 @@ def raw_baseline(solve, host_arrays, chunk: int = 0):
     pieces are cut here, outside the clock."""
     import jax
 
+    from solvers._jax import piece_bounds
+
     n = host_arrays[0].shape[0]
     if chunk <= 0 or n <= chunk:
         pieces = [(list(host_arrays), 0)]
     else:
-        pieces = []
-        for start in range(0, n, chunk):
-            begin = min(start, n - chunk)
-            pieces.append(([a[begin:begin + chunk] for a in host_arrays], start - begin))
+        pieces = [([a[begin:begin + chunk] for a in host_arrays], skip) for begin, skip in piece_bounds(n, chunk)]
 
     def run() -> tuple[np.ndarray, ...]:
         outs = [[np.asarray(o)[skip:] for o in jax.block_until_ready(solve(*part))] for part, skip in pieces]

@@ -19,6 +19,13 @@ def piece_slicer(chunk: int):
                                                for a in arrays))
 
 
+def piece_bounds(n: int, chunk: int) -> list[tuple[int, int]]:
+    """``(begin, skip)`` of each piece of ``chunk`` cases that covers a batch of ``n > chunk``:
+    pieces start every ``chunk`` cases, and the last one is a full piece ending at ``n`` (it
+    begins at ``n - chunk``), whose first ``skip`` cases are the piece before's and are dropped."""
+    return [(min(start, n - chunk), start - min(start, n - chunk)) for start in range(0, n, chunk)]
+
+
 def import_jax():
     """Import jax or raise ``SolverNotAvailable`` with the install hint."""
     try:
@@ -204,10 +211,9 @@ class JaxBatchedAdapter:
         cut = piece_slicer(chunk)
         arrays = tuple(arrays)
         pieces = []
-        for start in range(0, n, chunk):
-            begin = min(start, n - chunk)  # the last piece: a full one, ending at n
+        for begin, skip in piece_bounds(n, chunk):
             out = jax.block_until_ready(solve(*cut(arrays, np.int32(begin))))
-            pieces.append(out if begin == start else [o[start - begin:] for o in out])
+            pieces.append([o[skip:] for o in out] if skip else out)
         return tuple(jnp.concatenate(cols) for cols in zip(*pieces))
 
     def collect(self, raw, prepared):
