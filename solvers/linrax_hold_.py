@@ -33,7 +33,8 @@ Measures (seed 002 §6), each a boolean setting unless stated:
   feasible is not (negative weights); dual simplex pivots restore primal feasibility first
   (the basis is still dual feasible), then primal pivots continue with the optimality
   tolerance ``pivot_tol / 100`` (fresh reduced costs are accurate enough for it), so the
-  final duals pass the certificate check at 1e-5.
+  final duals pass the certificate check at 1e-5. The rounds stop early where one leaves
+  the basis as it found it: the next would repeat it exactly.
 
 * ``warm_exits`` (new here): LPs that differ only in their last column and cost (a scene's
   2d exit LPs: the column of ``t``) share one phase 1, solved on the LP without that column;
@@ -61,7 +62,10 @@ Measures (seed 002 §6), each a boolean setting unless stated:
   smallest-weight witness it can.
 
 Duals come from the final basis (``B^T y = c_B``, phase-1 costs when infeasible, so "no"
-comes with a Farkas certificate), as in the published adapter.
+comes with a Farkas certificate), as in the published adapter. The algebra on the basis
+(fresh tableaux, the recomputed primal, the duals) is ``solvers._small_linalg``'s
+elementwise elimination and products: XLA:CPU runs a batched ``inv`` or ``dot`` of such
+tiny matrices one matrix at a time.
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ import inspect
 import numpy as np
 
 from . import _jax
+from . import _small_linalg as small
 from ._linrax_std import basis_duals, standard_form
 from .base import Adapter, Conformance, Option, module_api
 from .errors import SolverNotAvailable
@@ -431,9 +436,9 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         feasible = kind.feasible[0]
         form = standard_form(jnp, c, A_eq_s, b_eq_s, A_ub, b_ub)
         y, phase1 = basis_duals(jnp, form, sol.basis, feasible)
-        proven = ~feasible & ~jnp.any(phase1 - form.A_full.T @ (form.flip * y) < -tol)
+        proven = ~feasible & ~jnp.any(phase1 - small.vecmat(form.flip * y, form.A_full) < -tol)
         m_eq = b_eq.shape[0]
-        return sol.basis, feasible, H @ y[:m_eq], y[m_eq:], proven
+        return sol.basis, feasible, small.matmul(H, y[:m_eq]), y[m_eq:], proven
 
     def one_warm_exit(self, c, A_eq, b_eq, A_ub, b_ub, basis):
         """One exit LP from ``basis``: the phase-1 basis of its scene (``one_phase1`` without
@@ -456,7 +461,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
 
         m_eq = b_eq.shape[0]
         H = householder(jnp, b_eq) if (self.settings["spread"] and m_eq) else jnp.eye(m_eq, dtype=c.dtype)
-        return H, H @ A_eq, H @ b_eq
+        return H, small.matmul(H, A_eq), small.matmul(H, b_eq)
 
     @staticmethod
     def _fresh_tableau(form, c, basis, m):
@@ -465,17 +470,18 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
 
         A_full, b_std, _flip, c_std = form
         A_std = A_full[:, :c_std.shape[0]]
-        B_inv = jnp.linalg.inv(A_full[:, basis])  # one factorisation
-        body = B_inv @ jnp.concatenate([A_std, b_std[:, None]], axis=1)
+        B_inv = small.inv(A_full[:, basis])  # one factorisation
+        body = small.matmul(B_inv, jnp.concatenate([A_std, b_std[:, None]], axis=1))
         c_B = jnp.concatenate([c_std, jnp.zeros(m, c.dtype)])[basis]
-        y_ = B_inv.T @ c_B
-        cost = jnp.concatenate([c_std - A_std.T @ y_, -(b_std @ y_)[None]])
+        y_ = small.vecmat(c_B, B_inv)
+        cost = jnp.concatenate([c_std - small.vecmat(y_, A_std), -jnp.sum(b_std * y_)[None]])
         return jnp.concatenate([body, cost[None, :]], axis=0)
 
     def _finish(self, c, A_eq_s, b_eq_s, A_ub, b_ub, H, basis, tableau, feasible, bounded, sol_x, warm=False):
         """From a basis and its tableau: reinversion rounds, small witness, primal, duals and
         the status code (``one_case``'s second half; ``warm``: a first round, from the fresh
         tableau of the warm basis with linrax's phase-2 tolerance, is phase 2)."""
+        import jax
         import jax.numpy as jnp
         from linrax import optim
 
@@ -492,39 +498,58 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         loop = _pivot_loop(s, opt_tol, dantzig=s["dantzig"])
         dual = _dual_loop(int(s["max_pivots"]) if s["cap"] else 10_000, tol, tol / 100)
         coarse = _pivot_loop(s, dantzig=s["dantzig"])  # linrax's phase-2 tolerance: the warm start's phase 2
-        for r in range(rounds + 1 if warm else rounds):  # warm: the first round is phase 2
+
+        def one_round(pivots, basis, tableau, bounded):
+            """Rebuild the tableau of ``basis`` fresh, repair it by dual pivots, continue by
+            ``pivots``; returns the new basis, tableau and boundedness, and whether the fresh
+            tableau was finite."""
             fresh = self._fresh_tableau(form, c, basis, m)
             # an 'unbounded' ray is re-examined on the fresh tableau too, but only a finite one:
             # linrax may have pivoted a ray column with no entry into the basis (x = inf), whose
             # singular basis gives no tableau to re-examine; its 'unbounded' then stands
-            go = feasible & jnp.all(jnp.isfinite(fresh))
+            finite = jnp.all(jnp.isfinite(fresh))
+            go = feasible & finite
             fixed, basis_fixed, stuck = dual(fresh, basis)
             tableau = jnp.where(go, fixed, tableau)
             basis = jnp.where(go, basis_fixed, basis)
             x0 = jnp.zeros(n_std, c.dtype).at[basis].set(tableau[:m, -1], mode="drop")
-            step = optim.SimplexStep(tableau, basis, x0)
             st = optim.SimplexSolutionType((go & ~stuck).reshape(1), jnp.array([True]))
-            step, st = (coarse if warm else loop)(step, st, 1, tol)
-            basis = jnp.where(go, step.basis, basis)
-            tableau = jnp.where(go, step.tableau, tableau)
-            bounded = jnp.where(go & ~stuck, st.bounded[0], bounded)
-            if warm:  # a warm start that finds no finite tableau proves nothing: not optimal
-                feasible = feasible & jnp.all(jnp.isfinite(fresh))
-                warm = False
+            step, st = pivots(optim.SimplexStep(tableau, basis, x0), st, 1, tol)
+            return (jnp.where(go, step.basis, basis), jnp.where(go, step.tableau, tableau),
+                    jnp.where(go & ~stuck, st.bounded[0], bounded), finite)
+
+        if warm:  # the first round is phase 2, at linrax's tolerance
+            basis, tableau, bounded, finite = one_round(coarse, basis, tableau, bounded)
+            feasible = feasible & finite  # a warm start that finds no finite tableau proves nothing: not optimal
+        if rounds:
+            # the reinversion rounds; a round that leaves the basis as it found it would be
+            # repeated exactly by the next (its fresh tableau depends on the basis alone), so
+            # the rounds stop there: under vmap a piece stops once each of its LPs has
+            def again(state):
+                r, changed = state[:2]
+                return (r < rounds) & changed
+
+            def reinversion(state):
+                r, _, basis, tableau, bounded = state
+                new_basis, tableau, bounded, _ = one_round(loop, basis, tableau, bounded)
+                return r + 1, jnp.any(new_basis != basis), new_basis, tableau, bounded
+
+            state = (jnp.int32(0), jnp.asarray(True), basis, tableau, bounded)
+            _, _, basis, tableau, bounded = jax.lax.while_loop(again, reinversion, state)
         optimal = feasible & bounded & ~loop.improvable(tableau, basis, tol) & ~jnp.any(tableau[:m, -1] < -tol)
         if s["small_witness"]:
             basis, tableau = self._small_witness(loop, A_full, A_std, b_std, basis, tableau, optimal, n, opt_tol, tol)
         B = A_full[:, basis]  # the final basis: primal (recompute) and dual, by solves (more accurate than inv)
         if s["recompute"]:
-            x = jnp.zeros(n_std + m, c.dtype).at[basis].set(jnp.linalg.solve(B, b_std))[:n]
+            x = jnp.zeros(n_std + m, c.dtype).at[basis].set(small.solve(B, b_std))[:n]
         elif rounds or s["small_witness"] or sol_x is None:
             x = jnp.zeros(n_std + m, c.dtype).at[basis].set(tableau[:m, -1])[:n]
         else:
             x = sol_x[:n]
-        y, phase1 = basis_duals(jnp, form, basis, feasible)
+        y, phase1 = basis_duals(jnp, form, basis, feasible, solve=small.solve)
         # infeasible only when phase 1 ended optimal; a phase 1 stopped by the cap is MAX_ITER
-        phase1_done = ~jnp.any(phase1 - A_full.T @ (flip * y) < -tol)
-        y_eq = H @ y[:m_eq]  # H is symmetric: y = H^T y' = H y'
+        phase1_done = ~jnp.any(phase1 - small.vecmat(flip * y, A_full) < -tol)
+        y_eq = small.matmul(H, y[:m_eq])  # H is symmetric: y = H^T y' = H y'
         code = jnp.where(~feasible, jnp.where(phase1_done, 0, 2),
                          jnp.where(~bounded, 1, jnp.where(optimal, 3, 2))).astype(jnp.int32)
         return x, y_eq, y[m_eq:], code, jnp.int32(-1)
@@ -539,15 +564,15 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
 
         m, n_std = A_std.shape
         reduced = tableau[-1, :-1]
-        B_inv = jnp.linalg.inv(A_full[:, basis])
-        body = B_inv @ jnp.concatenate([A_std, b_std[:, None]], axis=1)
+        B_inv = small.inv(A_full[:, basis])
+        body = small.matmul(B_inv, jnp.concatenate([A_std, b_std[:, None]], axis=1))
         e = jnp.concatenate([jnp.ones(n, A_std.dtype), jnp.zeros(n_std - n, A_std.dtype)])
         e_B = jnp.concatenate([e, jnp.zeros(m, A_std.dtype)])[basis]
-        w = B_inv.T @ e_B
-        secondary = e - A_std.T @ w
+        w = small.vecmat(e_B, B_inv)
+        secondary = e - small.vecmat(w, A_std)
         barred = reduced > opt_tol  # entering these would raise the main objective
         secondary = jnp.where(barred, jnp.asarray(1e20, A_std.dtype), secondary)
-        cost = jnp.concatenate([secondary, -(b_std @ w)[None]])
+        cost = jnp.concatenate([secondary, -jnp.sum(b_std * w)[None]])
         tableau_2 = jnp.concatenate([body, cost[None, :]], axis=0)
         x0 = jnp.zeros(n_std, A_std.dtype).at[basis].set(body[:, -1], mode="drop")
         feasible_basis = optimal & ~jnp.any(body[:, -1] < -tol)
