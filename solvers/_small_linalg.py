@@ -3,9 +3,9 @@
 The simplex adapters trace a function of one LP and ``jax.vmap`` it over the batch. A
 basis of a hold LP is tiny (``m`` = 3 to 13 rows), and XLA:CPU runs a batched ``inv``,
 ``solve`` or matrix product of such matrices one matrix at a time through its library
-kernels: measured on a 2-core CPU, 1,024 products ``(4, 4) @ (4, 7)`` took 0.82 ms as a
-``dot`` and 0.10 ms as a multiply and a sum, and an ``inv`` then a product 1.4 ms against
-0.17 ms by the elimination below. Written elementwise, the batch axis is the vector axis
+kernels: measured on an idle 2-core CPU, 1,024 products ``(4, 4) @ (4, 7)`` took 0.50 ms
+as a ``dot`` and 0.15 ms as a multiply and a sum, and an ``inv`` 0.31 ms against 0.09 ms
+by the elimination below (docs/gpu-scale.md). Written elementwise, the batch axis is the vector axis
 of one fused loop instead. Elementwise products are float32 products summed in float32 on
 every device, whatever the matmul precision; the large products ``matmul`` leaves to ``@``
 run at the precision the adapter traces with (``highest``).
