@@ -103,21 +103,22 @@ def raw_baseline(solve, host_arrays, chunk: int = 0):
     ``host_arrays`` (NumPy): a function that calls ``solve`` on host NumPy (jit places it on
     its device) and returns its outputs as host NumPy arrays, nothing else.
 
-    With ``chunk`` > 0 it solves in pieces of ``chunk`` cases, as the adapter's own ``run``
-    does (``JaxBatchedAdapter.chunked``: the last piece is the batch's last ``chunk`` cases,
+    With ``chunk`` > 0 it solves in pieces of ``piece_size(n, chunk)`` cases, as the adapter's
+    own ``run`` does (``JaxBatchedAdapter.chunked``: the last piece is the batch's last cases,
     of which only those not in the piece before are kept), so that the ratio compares the
     harness, not two ways of batching: under ``vmap`` a while loop runs until the slowest
     case of its piece, so one piece of 65,536 cases takes longer than 64 of 1,024. The
     pieces are cut here, outside the clock."""
     import jax
 
-    from solvers._jax import piece_bounds
+    from solvers._jax import piece_bounds, piece_size
 
     n = host_arrays[0].shape[0]
     if chunk <= 0 or n <= chunk:
         pieces = [(list(host_arrays), 0)]
     else:
-        pieces = [([a[begin:begin + chunk] for a in host_arrays], skip) for begin, skip in piece_bounds(n, chunk)]
+        size = piece_size(n, chunk)
+        pieces = [([a[begin:begin + size] for a in host_arrays], skip) for begin, skip in piece_bounds(n, size)]
 
     def run() -> tuple[np.ndarray, ...]:
         outs = [[np.asarray(o)[skip:] for o in jax.block_until_ready(solve(*part))] for part, skip in pieces]

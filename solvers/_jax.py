@@ -26,6 +26,22 @@ def piece_bounds(n: int, chunk: int) -> list[tuple[int, int]]:
     return [(min(start, n - chunk), start - min(start, n - chunk)) for start in range(0, n, chunk)]
 
 
+#: piece sizes are multiples of this many cases (so a batch size compiles one of at most
+#: ``chunk / PIECE_QUANTUM`` programs)
+PIECE_QUANTUM = 64
+
+
+def piece_size(n: int, chunk: int) -> int:
+    """Cases per piece for a batch of ``n > chunk`` cases cut at ``chunk`` at most: as many
+    pieces as ``chunk`` needs, of equal size rounded up to a multiple of ``PIECE_QUANTUM``.
+    With pieces of ``chunk`` itself the last full piece could overlap the one before by up to
+    ``chunk - 1`` cases, each solved twice (1,560 cases cost 2,048; here 1,664)."""
+    if n <= chunk:
+        return n
+    pieces = -(-n // chunk)
+    return min(chunk, -(-(-(-n // pieces)) // PIECE_QUANTUM) * PIECE_QUANTUM)
+
+
 def import_jax():
     """Import jax or raise ``SolverNotAvailable`` with the install hint."""
     try:
@@ -194,8 +210,9 @@ class JaxBatchedAdapter:
         in pieces of the ``chunk`` setting (0: at once), blocked until ready; call it inside
         ``precision``.
 
-        Every piece has ``chunk`` cases, so one compiled shape serves them all: the last piece
-        starts ``chunk`` cases before the end (it overlaps the one before it, whose answers
+        Every piece has ``piece_size(n, chunk)`` cases (at most ``chunk``, equal pieces rounded
+        up to a multiple of ``PIECE_QUANTUM``), so one compiled shape serves them all: the last piece
+        starts a piece's length before the end (it overlaps the one before it, whose answers
         for the overlap are kept) and only its new cases are kept. Each piece is cut from the
         arrays on their device by one jitted dispatch (``piece_slicer``), not one per array:
         at 65,536 cases in pieces of 1,024, slicing six arrays one by one cost about 35 ms of
@@ -208,10 +225,11 @@ class JaxBatchedAdapter:
         import jax.numpy as jnp
         import numpy as np
 
-        cut = piece_slicer(chunk)
+        size = piece_size(n, chunk)
+        cut = piece_slicer(size)
         arrays = tuple(arrays)
         pieces = []
-        for begin, skip in piece_bounds(n, chunk):
+        for begin, skip in piece_bounds(n, size):
             out = jax.block_until_ready(solve(*cut(arrays, np.int32(begin))))
             pieces.append([o[skip:] for o in out] if skip else out)
         return tuple(jnp.concatenate(cols) for cols in zip(*pieces))

@@ -216,14 +216,14 @@ def test_warm_start_groups_are_the_runs_of_lps_equal_but_for_their_last_column(r
 
 @given(st.integers(1, 40), st.integers(0, 48))
 def test_a_batch_solved_in_pieces_is_the_batch_solved_at_once(n, chunk):
-    """``JaxBatchedAdapter.chunked``: every piece has ``chunk`` cases (the last one overlaps
-    the one before it and keeps only its new cases); each row of every output comes from its
-    own case, once, in order, whatever ``n`` and ``chunk``."""
+    """``JaxBatchedAdapter.chunked``: every piece has ``piece_size(n, chunk)`` cases (the last
+    one overlaps the one before it and keeps only its new cases); each row of every output
+    comes from its own case, once, in order, whatever ``n`` and ``chunk``."""
     _jax_ready("linrax-hold")
     import jax
     import jax.numpy as jnp
 
-    from solvers._jax import JaxBatchedAdapter
+    from solvers._jax import JaxBatchedAdapter, piece_size
 
     sizes = []
 
@@ -241,8 +241,30 @@ def test_a_batch_solved_in_pieces_is_the_batch_solved_at_once(n, chunk):
     for got, want in zip(pieces, whole):
         assert got.shape == want.shape
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
-    assert set(sizes) == ({n} if chunk == 0 or n <= chunk else {chunk})  # one compiled shape
+    assert set(sizes) == ({n} if chunk == 0 or n <= chunk else {piece_size(n, chunk)})  # one compiled shape
     assert len(sizes) == (1 if chunk == 0 or n <= chunk else -(-n // chunk))
+
+
+@given(st.integers(2, 300_000), st.integers(1, 4096))
+def test_pieces_cover_a_batch_once_with_less_than_a_quantum_solved_twice_per_piece(n, chunk):
+    """``piece_size`` / ``piece_bounds``: as many pieces as ``chunk`` needs, none larger than
+    ``chunk``, covering every case once after their skips; the cases solved twice (the last
+    piece's overlap) stay under ``PIECE_QUANTUM`` per piece, where pieces of ``chunk`` itself
+    solved up to ``chunk - 1`` twice (1,560 exit LPs in pieces of 1,024: 2,048 solved)."""
+    from solvers._jax import PIECE_QUANTUM, piece_bounds, piece_size
+
+    if n <= chunk:
+        assert piece_size(n, chunk) == n
+        return
+    size = piece_size(n, chunk)
+    bounds = piece_bounds(n, size)
+    assert size <= chunk and len(bounds) == -(-n // chunk)
+    kept = np.concatenate([np.arange(begin + skip, begin + size) for begin, skip in bounds])
+    np.testing.assert_array_equal(kept, np.arange(n))
+    if size < chunk:
+        assert size % PIECE_QUANTUM == 0
+        assert len(bounds) * size - n < len(bounds) * PIECE_QUANTUM
+    assert piece_size(1560, 1024) * len(piece_bounds(1560, piece_size(1560, 1024))) == 1664
 
 
 @given(st.integers(0, 10_000), st.integers(1, 4), st.integers(1, 5))
