@@ -38,8 +38,9 @@ def piece_size(n: int, chunk: int) -> int:
     ``chunk - 1`` cases, each solved twice (1,560 cases cost 2,048; here 1,664)."""
     if n <= chunk:
         return n
-    pieces = -(-n // chunk)
-    return min(chunk, -(-(-(-n // pieces)) // PIECE_QUANTUM) * PIECE_QUANTUM)
+    pieces = -(-n // chunk)  # ceil(n / chunk)
+    per_piece = -(-n // pieces)
+    return min(chunk, -(-per_piece // PIECE_QUANTUM) * PIECE_QUANTUM)
 
 
 def import_jax():
