@@ -1,4 +1,5 @@
-"""``check(scene)``: the one-call hold test for users, with witness, certificate and margin."""
+"""``check(scene)`` and ``check_batch(scenes)``: the hold test for users, with witness,
+certificate and margin (seed 002's LP with margins, batched)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from problems import EXIT_CAP, HoldScene, hold_batch
-from solvers import Adapter, ProblemError, from_spec
+from problems import EXIT_CAP, HoldScene, get_kind
+from problems.hold import SceneBatch, direction_names
+from solvers import Adapter, ProblemError, check_standard_form, from_spec
+from solvers.timing import PreparedSolve
 
 from .verify import DEFAULT_TOLERANCES, Tolerances, verify_exit, verify_lp1
 
@@ -49,31 +52,114 @@ def _adapter(solver: str | Adapter) -> Adapter:
                        f"(solvers.get(...)), got {solver!r}")
 
 
+@dataclass(frozen=True)
+class HoldChecks:
+    """Result of ``check_batch``: S scenes of d wrench axes and k generators.
+
+    verdict : (S,) 'supported', 'unsupported', 'uncertain' or 'failed' (see ``HoldCheck``).
+    delta : (S,) LP-1 optimum from the solver (l1 distance from need to the cone).
+    witness : (S, k) edge weights where supported, NaN elsewhere.
+    certificate : (S, d) dual y (``W^T y <= 0``, ``need @ y > 0``) where unsupported, NaN elsewhere.
+    directions : the 2d pure directions' names (``+f_x``, ``-f_x``, ...).
+    exits : (S, 2d) checked exit distances (0 where unchecked), NaN where not supported or
+        margins were not asked for.
+    margin : (S,) signed l1 margin: min exit where supported, -delta where unsupported, NaN
+        where uncertain, failed or not asked for.
+    """
+
+    verdict: np.ndarray
+    delta: np.ndarray
+    witness: np.ndarray
+    certificate: np.ndarray
+    directions: tuple[str, ...]
+    exits: np.ndarray
+    margin: np.ndarray
+
+    def frame(self) -> pd.DataFrame:
+        """One row per scene: verdict, delta, margin and one ``exit<direction>`` column each."""
+        exits = pd.DataFrame(self.exits, columns=[f"exit{name}" for name in self.directions])
+        return pd.concat([pd.DataFrame({"verdict": self.verdict, "delta": self.delta, "margin": self.margin}),
+                          exits], axis=1)
+
+
+def prepare_lp1(adapter: Adapter, scenes: SceneBatch):
+    """``(batch, ready)``: the LP-1 batch of ``scenes`` and a ``PreparedSolve`` of it (validated,
+    prepared: ``ready.run()`` is the timed solve)."""
+    lp1 = get_kind("lp1").build("scene", scenes, pd.DataFrame({"case": np.arange(len(scenes))}))
+    return lp1, PreparedSolve(adapter, check_standard_form(*lp1.arrays(), batched=True))
+
+
+def prepare_exits(adapter: Adapter, scenes: SceneBatch, held: np.ndarray, lp1_raw, axes: tuple[str, ...],
+                  cap: float = EXIT_CAP):
+    """``(batch, prepared)``: the exit batch of the scenes at ``held`` (indices into ``scenes``)
+    and the adapter's prepared form of it (``adapter.run(prepared)`` is the timed solve),
+    started from LP-1's bases in ``lp1_raw`` (that LP-1 ``run``'s output) by an adapter with
+    ``prepare_exits_from``."""
+    held = np.asarray(held, dtype=np.intp)
+    exit_batch = get_kind("exit").build("scene", scenes.take(held), pd.DataFrame({"case": held}), axes=axes, cap=cap)
+    problem = check_standard_form(*exit_batch.arrays(), batched=True)
+    adapter.validate(problem)
+    scene_of_exit = held[exit_batch.meta["scene_index"].to_numpy()]
+    starts = getattr(adapter, "prepare_exits_from", None)
+    return exit_batch, starts(problem, lp1_raw, scene_of_exit) if starts is not None else adapter.prepare(problem)
+
+
+def check_batch(scenes: "SceneBatch | list[HoldScene]", solver: str | Adapter = "highs", margin: bool = True,
+                tolerances: Tolerances = DEFAULT_TOLERANCES, cap: float = EXIT_CAP,
+                axes: tuple[str, ...] | None = None) -> HoldChecks:
+    """The hold test of seed 002 for a batch of same-shape scenes, as one problem: LP-1 for
+    every scene, then the 2d exit LPs (``margin``) of the scenes whose LP-1 verified
+    supported only (an unsupported scene's margin is ``-delta``). Both batches are solved
+    batched and verified with array operations (``bench.verify``).
+
+    An adapter with ``prepare_exits_from`` (``linrax-hold`` with ``warm_exits``) starts each
+    exit from its scene's final LP-1 basis, with the witness and ``t = 0``: no phase 1.
+    ``axes`` names the wrench axes (default: ``f_x, f_z, tau_y`` planar, six names in 3D);
+    ``cap`` is the exit cap T in m*g (m*g*l for torques).
+    """
+    adapter = _adapter(solver)
+    if isinstance(scenes, HoldScene):
+        raise ProblemError("scenes: expected a SceneBatch or a list of HoldScene (check() takes one scene)")
+    scenes = SceneBatch.of(scenes)
+    S, d, k = scenes.W.shape
+    axes = tuple(axes) if axes is not None else AXES_BY_DIM.get(d, tuple(f"e{i}" for i in range(d)))
+    if len(axes) != d:
+        raise ProblemError(f"axes: expected {d} names (one per wrench axis), got {len(axes)}")
+    lp1, ready = prepare_lp1(adapter, scenes)
+    raw = ready.run()
+    solution = ready.finish(raw)
+    checked = verify_lp1(lp1, solution, tolerances)
+    verdict, delta = checked["verdict"].to_numpy(dtype=object), checked["delta"].to_numpy(dtype=float)
+    supported, unsupported = verdict == "supported", verdict == "unsupported"
+    witness = np.where(supported[:, None], solution.x[:, :k], np.nan)
+    certificate = np.where(unsupported[:, None], solution.y_eq, np.nan)
+    names = tuple(direction_names(axes))
+    exits = np.full((S, 2 * d), np.nan)
+    value = np.where(unsupported, -delta, np.nan)
+    held = np.flatnonzero(supported)
+    if margin and len(held):
+        exit_batch, prepared = prepare_exits(adapter, scenes, held, raw, axes, cap)
+        checked_exits = verify_exit(exit_batch, adapter.finish(adapter.run(prepared), prepared), tolerances)
+        exits[held] = checked_exits["exit"].to_numpy(dtype=float).reshape(len(held), 2 * d)
+        value[held] = exits[held].min(axis=1)
+    return HoldChecks(verdict, delta, witness, certificate, names, exits, value)
+
+
 def check(scene: HoldScene, solver: str | Adapter = "highs", margin: bool = True,
           tolerances: Tolerances = DEFAULT_TOLERANCES, cap: float = EXIT_CAP) -> HoldCheck:
-    """Can the contacts of ``scene`` hold it? Solves LP-1 (and the 2d exits) and verifies.
+    """Can the contacts of ``scene`` hold it? Solves LP-1 (and the 2d exits) and verifies:
+    ``check_batch`` of this one scene.
 
     ``solver`` is an adapter or a spec such as ``"highs"`` or ``"linrax[dtype=float64]"``.
     """
-    adapter = _adapter(solver)
     if not isinstance(scene, HoldScene):
         raise ProblemError(f"scene: expected a problems.HoldScene, got {type(scene).__name__}")
-    meta = pd.DataFrame([{"case": 0}])
-    batch = hold_batch("scene", [scene], meta, "lp1")
-    solution = adapter.solve_batch(*batch.arrays())
-    row = verify_lp1(batch, solution, tolerances).iloc[0]
-    verdict, delta = str(row["verdict"]), float(row["delta"])
-    witness = solution.x[0, : scene.k].copy() if verdict == "supported" else None
-    certificate = solution.y_eq[0].copy() if verdict == "unsupported" else None
-    exits: dict[str, float] = {}
-    value = -delta if verdict == "unsupported" else float("nan")
-    if margin and verdict == "supported":
-        axes = AXES_BY_DIM.get(scene.d, tuple(f"e{i}" for i in range(scene.d)))
-        ebatch = hold_batch("scene", [scene], meta, "exit", axes=axes, cap=cap)
-        checked = verify_exit(ebatch, adapter.solve_batch(*ebatch.arrays()), tolerances)
-        exits = dict(zip(ebatch.meta["direction"], checked["exit"].astype(float)))
-        value = min(exits.values())
-    return HoldCheck(verdict, delta, witness, certificate, exits, value)
+    one = check_batch([scene], solver, margin, tolerances, cap)
+    verdict = str(one.verdict[0])
+    witness = one.witness[0, : scene.k].copy() if verdict == "supported" else None
+    certificate = one.certificate[0].copy() if verdict == "unsupported" else None
+    exits = dict(zip(one.directions, one.exits[0].astype(float))) if margin and verdict == "supported" else {}
+    return HoldCheck(verdict, float(one.delta[0]), witness, certificate, exits, float(one.margin[0]))
 
 
 def check_robust(scenes: list[HoldScene], solver: str | Adapter = "highs", margin: bool = True,

@@ -242,7 +242,7 @@ class JaxBatchedAdapter:
         from .types import BatchSolution, Status
 
         problem, _ = prepared
-        x, y_eq, y_ub, code, iterations = (np.asarray(a) for a in raw)
+        x, y_eq, y_ub, code, iterations = (np.asarray(a) for a in raw[:5])  # (an adapter may add outputs)
         if x.dtype != np.dtype(self.dtype):
             raise AssertionError(f"{self.NAME} computed in {x.dtype}, expected {self.dtype}")
         status, native = self.status_of(code)

@@ -75,6 +75,7 @@ import functools
 import hashlib
 import importlib.metadata
 import inspect
+from typing import NamedTuple
 
 import numpy as np
 
@@ -82,7 +83,7 @@ from . import _jax
 from . import _small_linalg as small
 from ._linrax_std import basis_duals, standard_form
 from .base import Adapter, Conformance, Option, module_api
-from .errors import SolverNotAvailable
+from .errors import ProblemError, SolverNotAvailable
 from .types import Capabilities, CodedText, Status
 
 LINRAX_VERSION = "0.3.0"
@@ -316,6 +317,38 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         problem, (bounded, placed) = super().prepare(problem)
         return problem, (bounded, placed, self._warm_groups(problem) if self.settings["warm_exits"] else None)
 
+    def prepare_exits_from(self, problem, lp1_raw, scene_of_exit):
+        """``prepare`` for exit LPs that start from LP-1's final bases: ``problem`` (validated,
+        ``x = [lam, t]``, cap row first) holds exit LPs, LP ``i`` one of scene
+        ``scene_of_exit[i]``, whose LP-1 (``x = [lam, s+, s-]``, same ``W``, need and limits)
+        this adapter solved: ``lp1_raw`` is that ``run``'s output (its last entry the final
+        bases). A basis of an LP-1 that ended optimal with no ``s`` basic is feasible for each
+        of its scene's exits at ``t = 0``: those exits run phase 2 only, from it (no phase 1
+        here at all); the others are solved cold. The caller asks only for exits of scenes
+        whose LP-1 it verified supported (seed 002's LP with margins: an unsupported scene's
+        margin is ``-delta``)."""
+        if not self.settings["warm_exits"]:
+            return self.prepare(problem)
+        if not self.settings["exit_cap"] and problem.m_ub:
+            problem = _old_exit_cap(problem)
+        problem, (bounded, placed) = super().prepare(problem)
+        scene_of_exit = np.asarray(scene_of_exit, dtype=np.int64).reshape(-1)
+        if scene_of_exit.shape != (len(problem.c),):
+            raise ProblemError(f"scene_of_exit: expected one scene index per exit LP ({len(problem.c)}), "
+                               f"got shape {scene_of_exit.shape}")
+        k, d, limits = problem.n - 1, problem.m_eq, problem.m_ub - 1
+        lp1_basis, lp1_code = np.asarray(lp1_raw[-1]), np.asarray(lp1_raw[3])
+        if lp1_basis.ndim != 2 or lp1_basis.shape[1] != d + limits or np.any(scene_of_exit >= len(lp1_basis)) \
+                or np.any(scene_of_exit < 0):
+            raise ProblemError(f"lp1_raw: expected the run output of the LP-1 batch of these exits' scenes "
+                               f"(bases of {d + limits} entries, at least {scene_of_exit.max(initial=-1) + 1} scenes), "
+                               f"got bases of shape {lp1_basis.shape}")
+        starts, usable = exit_starts(lp1_basis, lp1_code == 3, k, d, limits)
+        jax = _jax.import_jax()
+        with _jax.precision(self.dtype):
+            basis = jax.device_put(starts[scene_of_exit].astype(np.int32), _jax.device(self.settings["device"]))
+        return problem, (bounded, placed, ExitStarts(basis, usable[scene_of_exit]))
+
     def _warm_groups(self, problem):
         """``(phase-1 arrays on the device, group of each LP, last columns of A_eq and A_ub)``
         for ``warm_exits``, or None.
@@ -361,33 +394,46 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         problem, (bounded, arrays, warm) = prepared
         if warm is None:
             return super().run((problem, (bounded, arrays)))
+        B, n = problem.c.shape
+        with _jax.precision(self.dtype):
+            if isinstance(warm, ExitStarts):  # starts handed over from LP-1: no phase 1 here
+                basis, group, ok = warm.basis, np.arange(B), warm.usable
+                y_eq_, y_ub_ = np.zeros((B, problem.m_eq)), np.zeros((B, problem.m_ub))
+                certified = np.zeros(B, dtype=bool)
+            else:
+                phase1, group, last_eq, last_ub = warm
+                basis, feasible, y_eq, y_ub, proven = self.chunked(self._jitted("phase1", self.one_phase1), phase1)
+                ok = np.asarray(feasible)[group]  # host: which LPs start warm
+                y_eq_, y_ub_ = np.asarray(y_eq, np.float64)[group], np.asarray(y_ub, np.float64)[group]
+                keeps = np.einsum("bi,bi->b", last_eq, y_eq_) + np.einsum("bi,bi->b", last_ub, y_ub_) <= 0
+                certified = ~ok & np.asarray(proven)[group] & keeps
+            return self._warm_then_cold(problem, bounded, arrays, basis, group, ok, certified, y_eq_, y_ub_)
+
+    def _warm_then_cold(self, problem, bounded, arrays, basis, group, ok, certified, y_eq_, y_ub_):
+        """The LPs where ``ok`` from ``basis[group]`` (``one_warm_exit``), then cold those that
+        are neither ``ok`` nor ``certified`` (answered infeasible with the duals ``y_eq_``,
+        ``y_ub_``), and the warm ones that did not end optimal; call inside ``precision``."""
         import jax.numpy as jnp
 
-        phase1, group, last_eq, last_ub = warm
-        with _jax.precision(self.dtype):
-            basis, feasible, y_eq, y_ub, proven = self.chunked(self._jitted("phase1", self.one_phase1), phase1)
-            ok = np.asarray(feasible)[group]  # host: which LPs start warm
-            y_eq_, y_ub_ = np.asarray(y_eq, np.float64)[group], np.asarray(y_ub, np.float64)[group]
-            keeps = np.einsum("bi,bi->b", last_eq, y_eq_) + np.einsum("bi,bi->b", last_ub, y_ub_) <= 0
-            certified = ~ok & np.asarray(proven)[group] & keeps
-            warm_at, cold_at = np.flatnonzero(ok), np.flatnonzero(~ok & ~certified)
-            take, put = _index_ops()
-            parts = []
-            if len(warm_at):
-                parts.append((warm_at, self.chunked(self._jitted("warm", self.one_warm_exit),
-                                                    list(take((*arrays[:5], basis), (warm_at,) * 5 + (group[warm_at],))))))
-                # a warm start that does not end optimal is solved again cold (never worse than cold)
-                cold_at = np.union1d(cold_at, warm_at[np.asarray(parts[0][1][3]) != 3])
-            if len(cold_at):
-                parts.append((cold_at, self.chunked(self._compiled(False, bounded),
-                                                    list(take(arrays, (cold_at,) * len(arrays))))))
-            B, n = problem.c.shape
-            dtype = np.dtype(self.dtype)
-            out = (jnp.zeros((B, n), dtype), jnp.asarray(y_eq_, dtype), jnp.asarray(y_ub_, dtype),
-                   jnp.zeros(B, jnp.int32), jnp.full(B, -1, jnp.int32))  # certified: code 0, infeasible
-            for where, values in parts:
-                out = put(out, where, tuple(values))
-            return _jax.import_jax().block_until_ready(out)
+        warm_at, cold_at = np.flatnonzero(ok), np.flatnonzero(~ok & ~certified)
+        take, put = _index_ops()
+        parts = []
+        if len(warm_at):
+            parts.append((warm_at, self.chunked(self._jitted("warm", self.one_warm_exit),
+                                                list(take((*arrays[:5], basis), (warm_at,) * 5 + (group[warm_at],))))))
+            # a warm start that does not end optimal is solved again cold (never worse than cold)
+            cold_at = np.union1d(cold_at, warm_at[np.asarray(parts[0][1][3]) != 3])
+        if len(cold_at):
+            parts.append((cold_at, self.chunked(self._compiled(False, bounded),
+                                                list(take(arrays, (cold_at,) * len(arrays))))))
+        B, n = problem.c.shape
+        dtype = np.dtype(self.dtype)
+        out = (jnp.zeros((B, n), dtype), jnp.asarray(y_eq_, dtype), jnp.asarray(y_ub_, dtype),
+               jnp.zeros(B, jnp.int32), jnp.full(B, -1, jnp.int32),  # certified: code 0, infeasible
+               jnp.zeros((B, problem.m_eq + problem.m_ub), jnp.int32))
+        for where, values in parts:
+            out = put(out, where, tuple(values))
+        return _jax.import_jax().block_until_ready(out)
 
     def _jitted(self, key, fn):
         """``jax.jit(jax.vmap(fn))``, traced with our pivot loop swapped into linrax (cached)."""
@@ -447,9 +493,12 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         noise, and phase 2 runs at linrax's tolerance before the reinversion rounds: no phase 1."""
         import jax.numpy as jnp
 
+        import jax
+
         k = c.shape[0] - 1
         H, A_eq_s, b_eq_s = self._spread(c, A_eq, b_eq)
         form = standard_form(jnp, c, A_eq_s, b_eq_s, A_ub, b_ub)
+        basis = basis.astype(jax.dtypes.canonicalize_dtype(jnp.int64))  # the pivots' index type (int64 with x64)
         basis = jnp.where(basis >= k, basis + 1, basis)
         tableau = self._fresh_tableau(form, c, basis, b_eq.shape[0] + b_ub.shape[0])
         return self._finish(c, A_eq_s, b_eq_s, A_ub, b_ub, H, basis, tableau, jnp.asarray(True),
@@ -552,7 +601,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         y_eq = small.matmul(H, y[:m_eq])  # H is symmetric: y = H^T y' = H y'
         code = jnp.where(~feasible, jnp.where(phase1_done, 0, 2),
                          jnp.where(~bounded, 1, jnp.where(optimal, 3, 2))).astype(jnp.int32)
-        return x, y_eq, y[m_eq:], code, jnp.int32(-1)
+        return x, y_eq, y[m_eq:], code, jnp.int32(-1), basis.astype(jnp.int32)
 
     @staticmethod
     def _small_witness(loop, A_full, A_std, b_std, basis, tableau, optimal, n, opt_tol, tol):
@@ -587,6 +636,32 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         table = np.array([Status.INFEASIBLE, Status.UNBOUNDED, Status.MAX_ITER, Status.OPTIMAL], dtype=np.int8)
         code = np.asarray(code).astype(np.int32).reshape(-1)
         return table[code], CodedText(code, names)
+
+
+class ExitStarts(NamedTuple):
+    """Starting bases of exit LPs handed over from LP-1 (``prepare_exits_from``): ``basis``
+    (B, d + 1 + L) on the device, in the column order of the exit LP without its ``t``
+    column (``one_warm_exit``'s), and ``usable`` (B,) host bools: where it is a start."""
+
+    basis: object
+    usable: np.ndarray
+
+
+def exit_starts(lp1_basis: np.ndarray, optimal: np.ndarray, k: int, d: int, limits: int):
+    """``(starts, usable)``: LP-1's final bases ``lp1_basis`` (S, d + L), columns of linrax's
+    standard form of LP-1 (``lam`` k, ``s+`` d, ``s-`` d, limit slacks L, artificials d + L),
+    as bases of its exit LPs without the ``t`` column (``lam`` k, cap slack, limit slacks L,
+    artificials d + 1 + L; the cap row's slack, 1 at ``t = 0``, is added basic). ``usable``
+    where the LP-1 ended ``optimal`` and no ``s`` column is basic (an ``s`` at 0 has no
+    counterpart in an exit LP)."""
+    j = np.asarray(lp1_basis, dtype=np.int64)
+    slack0, art0 = k + 2 * d, k + 2 * d + limits  # LP-1: first limit slack, first artificial
+    exit_art0 = k + 1 + limits  # the exit LP without t: first artificial (row order: eq d, cap, limits)
+    mapped = np.select([j < k, j < slack0, j < art0, j - art0 < d],
+                       [j, -1, j - slack0 + k + 1, j - art0 + exit_art0], default=j - art0 + exit_art0 + 1)
+    usable = np.asarray(optimal, dtype=bool) & np.all(mapped >= 0, axis=1)
+    starts = np.concatenate([np.where(usable[:, None], mapped, 0), np.full((len(j), 1), k)], axis=1)
+    return starts, usable
 
 
 @functools.cache

@@ -6,7 +6,7 @@ import pytest
 @pytest.mark.needs("linrax", "linrax-hold")
 def test_gpu_check_refuses_without_a_gpu_and_dry_runs_every_step_on_the_cpu(tmp_path):
     """``make gpu-check``'s module: exit 2 naming the cause where JAX sees no GPU; with
-    ``--device cpu`` the same three bounded steps run and write their outputs and a summary
+    ``--device cpu`` the same four bounded steps run and write their outputs and a summary
     (a budget of 400 s was too little with four CPU-heavy jobs on two cores: each step then
     ran out of its share)."""
     import subprocess
@@ -22,8 +22,9 @@ def test_gpu_check_refuses_without_a_gpu_and_dry_runs_every_step_on_the_cpu(tmp_
                           capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, done.stdout + done.stderr
     summary = (out / "summary.md").read_text()
-    for step in ("device-table", "overhead", "scaling"):
+    for step in ("device-table", "overhead", "margins", "scaling"):
         assert f"| {step} | done |" in summary, summary
     assert "| linrax-hold" in (out / "overhead.md").read_text()
+    assert "| 3D random" in (out / "margins.md").read_text()
     report = (out / "scaling-report" / "report.md").read_text()
     assert "cube-3d" in report and "planar-box" in report

@@ -1,0 +1,147 @@
+"""Seed 002's "LP with margins" against LP-1: ``python -m bench.margins`` (``make bench``).
+
+For each of seed 002's reproduction sets (``bench.seed002.REPRODUCTION_SETS``) and a solver
+(``linrax-hold`` float32 by default), side by side in one process, rounds interleaved, the
+median ms per 256 scenes of:
+
+* ``lp1``: the solver's ``run`` on the LP-1 batch;
+* ``exits_separate``: the ``exit`` kind's batch (2d exit LPs of *every* scene, as a cell
+  of kind ``exit`` solves it: it does not know LP-1's answers, so linrax-hold shares one
+  phase 1 per scene and solves cold the exits its certificate does not settle);
+* ``with_margins``: LP-1, then the exits of the scenes its LP-1 verified supported,
+  started from LP-1's final bases (``bench.hold.check_batch``; the two ``run`` calls;
+  an unsupported scene's margin is ``-delta``); ``with_margins_e2e`` is the whole
+  ``check_batch`` call, validation, transfers and verification included;
+* ``with_margins_shared``: the same exits from the shared phase 1 instead (the start
+  ``prepare_exits_from`` replaces), plus LP-1.
+
+Ratios are over ``lp1`` (seed 002: 2.3 on its CPU, 1.25 on its GPU). The exits of the
+supported scenes are counted against HiGHS float64 (the ``exit`` kind's reference, its
+outcomes): from LP-1's bases and from the shared phase 1. Figures are measured, never
+asserted; the table is printed as markdown and written as CSV with ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .seed002 import REPRODUCTION_SETS
+
+CASES_PER_REPORT = 256
+
+
+def scenes_of(family: str, params: dict, n: int, seed: int = 0):
+    """The ``SceneBatch`` of ``n`` scenes of ``family`` (its LP-1 batch's payload)."""
+    import problems
+    from problems.hold import SceneBatch
+
+    batch = problems.generate(family, n, seed, kind="lp1", **params)
+    return SceneBatch(batch.payload["W"], batch.payload["need"], batch.payload["limit_B"], batch.payload["limit_fmax"])
+
+
+def _median_ms(samples: list[float], n_scenes: int) -> float:
+    return float(np.median(samples)) * 1e3 * CASES_PER_REPORT / n_scenes
+
+
+def _exit_counts(exit_batch, solution, ref) -> dict[str, int]:
+    from .verify import DEFAULT_TOLERANCES, exit_outcomes, verify_exit
+
+    checked = verify_exit(exit_batch, solution, DEFAULT_TOLERANCES)
+    outcome = exit_outcomes(checked["verdict"], checked["exit"], ref["ref_exit"], ref["ref_verdict"])
+    return {o: int(np.count_nonzero(outcome == o)) for o in ("correct", "uncertain", "false_accept", "false_reject",
+                                                             "failed")}
+
+
+def measure_set(label: str, family: str, params: dict, n: int, spec: str = "linrax-hold", dtype: str = "float32",
+                device: str = "cpu", rounds: int = 7, seed: int = 0) -> dict:
+    """One set's row (see the module docstring)."""
+    import problems
+    import solvers
+    from solvers import check_standard_form
+
+    from .hold import AXES_BY_DIM, check_batch, prepare_exits, prepare_lp1
+    from .reference import reference
+    from .verify import verify_lp1
+
+    adapter = solvers.get(spec, dtype=dtype, device=device)
+    scenes = scenes_of(family, params, n, seed)
+    d = scenes.W.shape[1]
+    axes = AXES_BY_DIM.get(d, tuple(f"e{i}" for i in range(d)))
+    lp1_batch, ready = prepare_lp1(adapter, scenes)
+    lp1_raw = ready.run()
+    held = np.flatnonzero(verify_lp1(lp1_batch, ready.finish(lp1_raw))["verdict"].to_numpy() == "supported")
+    separate = problems.generate(family, n, seed, kind="exit", **params)
+    separate_prepared = adapter.prepare(check_standard_form(*separate.arrays(), batched=True))
+    exit_batch, from_lp1 = prepare_exits(adapter, scenes, held, lp1_raw, axes)
+    shared = adapter.prepare(check_standard_form(*exit_batch.arrays(), batched=True))
+    runs = {"lp1": lambda: ready.run(), "exits_separate": lambda: adapter.run(separate_prepared),
+            "from_lp1": lambda: adapter.run(from_lp1), "shared": lambda: adapter.run(shared),
+            "e2e": lambda: check_batch(scenes, adapter)}
+    for run in runs.values():  # compile and warm up
+        run()
+    samples: dict[str, list[float]] = {key: [] for key in runs}
+    for _ in range(rounds):
+        for key, run in runs.items():
+            t0 = time.perf_counter()
+            run()
+            samples[key].append(time.perf_counter() - t0)
+    ms = {key: _median_ms(values, n) for key, values in samples.items()}
+    ref = reference(exit_batch)
+    counts_lp1 = _exit_counts(exit_batch, adapter.finish(adapter.run(from_lp1), from_lp1), ref)
+    counts_shared = _exit_counts(exit_batch, adapter.finish(adapter.run(shared), shared), ref)
+    return {"set": label, "solver": f"{spec} {dtype}", "device": device, "scenes": n, "supported": len(held),
+            "exits": len(exit_batch), "lp1": ms["lp1"], "exits_separate": ms["exits_separate"],
+            "with_margins": ms["lp1"] + ms["from_lp1"], "with_margins_shared": ms["lp1"] + ms["shared"],
+            "with_margins_e2e": ms["e2e"],
+            "separate_over_lp1": ms["exits_separate"] / ms["lp1"],
+            "margins_over_lp1": (ms["lp1"] + ms["from_lp1"]) / ms["lp1"],
+            "shared_over_lp1": (ms["lp1"] + ms["shared"]) / ms["lp1"],
+            "exits_right_from_lp1": f"{counts_lp1['correct']}/{len(exit_batch)}",
+            "exits_right_shared": f"{counts_shared['correct']}/{len(exit_batch)}",
+            "false_accept_from_lp1": counts_lp1["false_accept"], "false_accept_shared": counts_shared["false_accept"],
+            "uncertain_from_lp1": counts_lp1["uncertain"], "uncertain_shared": counts_shared["uncertain"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.margins", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--solver", default="linrax-hold", help="solver spec (default linrax-hold)")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "float64"))
+    parser.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
+    parser.add_argument("--rounds", type=int, default=7, help="timed rounds per run (median; default 7)")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="shrink each set to this share of its scenes (at least 8; default 1)")
+    parser.add_argument("--sets", nargs="*", default=None, metavar="LABEL",
+                        help="the reproduction sets to run (default all): " + ", ".join(s[0] for s in REPRODUCTION_SETS))
+    parser.add_argument("--out", type=Path, default=None, help="also write the table as CSV here")
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds: expected an integer >= 1, got {args.rounds}")
+    if not 0 < args.scale <= 1:
+        parser.error(f"--scale: expected a number in (0, 1], got {args.scale}")
+    known = [s[0] for s in REPRODUCTION_SETS]
+    unknown = [s for s in args.sets or () if s not in known]
+    if unknown:
+        parser.error(f"--sets: unknown set(s) {unknown}; expected some of {known}")
+    rows = []
+    for label, family, params, n in REPRODUCTION_SETS:
+        if args.sets and label not in args.sets:
+            continue
+        print(f"[margins] {label}: {max(8, int(n * args.scale))} scenes ...", file=sys.stderr, flush=True)
+        rows.append(measure_set(label, family, params, max(8, int(n * args.scale)), args.solver, args.dtype,
+                                args.device, args.rounds))
+    table = pd.DataFrame(rows)
+    print(table.to_markdown(index=False, floatfmt=".2f"))
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(args.out, index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,186 @@
+"""Seed 002's LP with margins as one problem (issue 22): ``bench.hold.check_batch`` solves
+LP-1, then the exits of the scenes it verified supported only, and linrax-hold starts those
+exits from LP-1's final bases (``prepare_exits_from``, ``solvers.linrax_hold_.exit_starts``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import solvers
+from bench import margins as margins_module
+from bench.hold import check, check_batch, prepare_exits, prepare_lp1
+from bench.reference import reference
+from bench.verify import exit_outcomes, verify_exit, verify_lp1
+from problems.hold import EXIT_CAP, SceneBatch, exit_arrays, lp1_arrays
+from solvers import ProblemError, Status
+from solvers._linrax_std import standard_form
+from solvers.linrax_hold_ import exit_starts
+
+needs_hold = pytest.mark.skipif(solvers.available().get("linrax-hold") is not None,
+                                reason=str(solvers.available().get("linrax-hold")))
+
+
+def _scenes(family: str, n: int, seed: int = 0) -> SceneBatch:
+    return margins_module.scenes_of(family, {"disk": True} if family == "planar-box" else {}, n, seed)
+
+
+@settings(max_examples=60, deadline=None)
+@given(k=st.integers(1, 6), d=st.integers(1, 4), limits=st.integers(0, 2), seed=st.integers(0, 2**31 - 1))
+def test_a_mapped_basis_names_the_same_columns_in_the_exit_lp(k, d, limits, seed):
+    """Every column of an LP-1 basis that ``exit_starts`` maps is the same column of the exit
+    LP (without ``t``) on LP-1's rows, zero on the cap row; the cap row's slack is added; a
+    basis with an ``s`` column is not usable. Fails for any wrong offset in the map."""
+    rng = np.random.default_rng(seed)
+    scenes = SceneBatch(rng.normal(size=(1, d, k)), rng.normal(size=(1, d)), rng.uniform(0, 1, size=(1, limits, k)),
+                        rng.uniform(0.5, 2, size=(1, limits)))
+    lp1 = standard_form(np, *(a[0] for a in lp1_arrays(scenes)))
+    c, A_eq, b_eq, A_ub, b_ub = (a[0] for a in exit_arrays(scenes, np.eye(d)[:1], EXIT_CAP))
+    ex = standard_form(np, c[:k], A_eq[:, :k], b_eq, A_ub[:, :k], b_ub)  # the exit LP without t
+    m1, m = d + limits, d + 1 + limits
+    bases = np.stack([rng.choice(lp1.A_full.shape[1], size=m1, replace=False) for _ in range(20)])
+    starts, usable = exit_starts(bases, np.ones(len(bases), bool), k, d, limits)
+    rows = np.r_[np.arange(d), d + 1 + np.arange(limits)]  # LP-1's rows in the exit LP (the cap row is d)
+    has_s = np.any((bases >= k) & (bases < k + 2 * d), axis=1)
+    np.testing.assert_array_equal(usable, ~has_s)
+    assert starts.shape == (len(bases), m)
+    for basis, start, ok in zip(bases, starts, usable):
+        assert start[-1] == k  # the cap row's slack
+        if not ok:
+            continue
+        np.testing.assert_array_equal(ex.A_full[np.ix_(rows, start[:-1])], lp1.A_full[:, basis])
+        np.testing.assert_array_equal(ex.A_full[d, start[:-1]], 0.0)
+        assert ex.A_full[d, k] == 1.0 and len(set(start)) == m
+    _, not_optimal = exit_starts(bases, np.zeros(len(bases), bool), k, d, limits)
+    assert not not_optimal.any()
+
+
+@needs_hold
+@pytest.mark.parametrize("family, n", [("planar-box", 48), ("cube-3d", 16)])
+def test_exits_from_lp1_bases_run_no_phase_1_and_are_as_right_as_the_shared_phase_1(family, n):
+    """The exits of the supported scenes start from LP-1's bases: linrax-hold traces no
+    phase 1 for them; against HiGHS they are at least as often right as from the shared
+    phase 1, with no false accept."""
+    scenes = _scenes(family, n)
+    adapter = solvers.get("linrax-hold", dtype="float32")
+    lp1_batch, ready = prepare_lp1(adapter, scenes)
+    raw = ready.run()
+    held = np.flatnonzero(verify_lp1(lp1_batch, ready.finish(raw))["verdict"].to_numpy() == "supported")
+    assert 0 < len(held) < n
+    exit_batch, prepared = prepare_exits(adapter, scenes, held, raw, ("a",) * scenes.d)
+    assert prepared[1][2].usable.all()  # every supported scene's LP-1 basis is a start
+    from_lp1 = adapter.finish(adapter.run(prepared), prepared)
+    assert "phase1" not in adapter.__dict__.get("_jitted_fns", {})
+    ref = reference(exit_batch)
+
+    def outcomes(solution):
+        checked = verify_exit(exit_batch, solution)
+        return exit_outcomes(checked["verdict"], checked["exit"], ref["ref_exit"], ref["ref_verdict"])
+
+    shared = outcomes(adapter.solve_batch(*exit_batch.arrays()))
+    got = outcomes(from_lp1)
+    assert "phase1" in adapter.__dict__["_jitted_fns"]  # (the shared path did trace one)
+    assert (got == "correct").sum() >= (shared == "correct").sum() >= len(exit_batch) * 0.9
+    assert "false_accept" not in set(got)
+
+
+@needs_hold
+def test_an_exit_whose_lp1_basis_is_no_start_is_solved_cold_and_still_right():
+    """A basis with an ``s`` column (or an LP-1 that did not end optimal) is no start: those
+    exits are solved cold, and the answers match the ones from a start."""
+    scenes = _scenes("planar-box", 24)
+    adapter = solvers.get("linrax-hold", dtype="float64")
+    lp1_batch, ready = prepare_lp1(adapter, scenes)
+    raw = ready.run()
+    held = np.flatnonzero(verify_lp1(lp1_batch, ready.finish(raw))["verdict"].to_numpy() == "supported")
+    exit_batch, good = prepare_exits(adapter, scenes, held, raw, ("a", "b", "c"))
+    k = scenes.W.shape[2]
+    spoiled_basis = np.asarray(raw[-1]).copy()
+    spoiled_code = np.asarray(raw[3]).copy()
+    spoiled_basis[held[0], 0] = k  # an s+ column
+    spoiled_code[held[1]] = 2  # stopped by the cap
+    spoiled = (*raw[:3], spoiled_code, raw[4], spoiled_basis)
+    _, bad = prepare_exits(adapter, scenes, held, spoiled, ("a", "b", "c"))
+    usable = bad[1][2].usable.reshape(len(held), 6)
+    assert not usable[:2].any() and usable[2:].all()
+    a, b = adapter.finish(adapter.run(good), good), adapter.finish(adapter.run(bad), bad)
+    assert np.all(a.status == Status.OPTIMAL) and np.all(b.status == Status.OPTIMAL)
+    np.testing.assert_allclose(b.x[:, k], a.x[:, k], atol=1e-9)
+
+
+@needs_hold
+def test_prepare_exits_from_names_a_wrong_argument():
+    scenes = _scenes("planar-box", 8)
+    adapter = solvers.get("linrax-hold", dtype="float32")
+    _lp1, ready = prepare_lp1(adapter, scenes)
+    raw = ready.run()
+    exit_batch, _ = prepare_exits(adapter, scenes, np.arange(2), raw, ("a", "b", "c"))
+    problem = solvers.check_standard_form(*exit_batch.arrays(), batched=True)
+    with pytest.raises(ProblemError, match="scene_of_exit"):
+        adapter.prepare_exits_from(problem, raw, np.zeros(3, int))
+    with pytest.raises(ProblemError, match="lp1_raw"):
+        adapter.prepare_exits_from(problem, raw, np.full(len(problem.c), 99))
+    with pytest.raises(ProblemError, match="lp1_raw"):
+        adapter.prepare_exits_from(problem, (*raw[:5], np.asarray(raw[-1])[:, :2]), np.zeros(len(problem.c), int))
+
+
+@needs_hold
+def test_check_batch_answers_like_highs_and_asks_exits_of_supported_scenes_only(monkeypatch):
+    """Signed margins: min exit where supported, -delta where not, against HiGHS float64;
+    exits are solved for the supported scenes only (the exit batch the adapter is given)."""
+    scenes = _scenes("planar-box", 32, seed=3)
+    ref = check_batch(scenes, "highs")
+    asked = []
+    adapter = solvers.get("linrax-hold", dtype="float32")
+    original = type(adapter).prepare_exits_from
+
+    def spy(self, problem, raw, scene_of_exit):
+        asked.append(np.asarray(scene_of_exit))
+        return original(self, problem, raw, scene_of_exit)
+
+    monkeypatch.setattr(type(adapter), "prepare_exits_from", spy)
+    got = check_batch(scenes, adapter)
+    supported = got.verdict == "supported"
+    assert 0 < supported.sum() < len(scenes)
+    np.testing.assert_array_equal(np.unique(asked[0]), np.flatnonzero(supported))
+    assert len(asked[0]) == 6 * supported.sum()
+    np.testing.assert_array_equal(got.verdict, ref.verdict)
+    np.testing.assert_allclose(got.margin, ref.margin, atol=1e-4)
+    np.testing.assert_allclose(got.margin[~supported], -got.delta[~supported])
+    assert np.isnan(got.exits[~supported]).all() and np.isnan(got.witness[~supported]).all()
+    assert np.isnan(got.certificate[supported]).all()
+    frame = got.frame()
+    assert list(frame.columns[:3]) == ["verdict", "delta", "margin"] and "exit-tau_y" in frame
+    one = check(scenes[int(np.flatnonzero(supported)[0])], adapter)
+    assert one.verdict == "supported" and one.margin == pytest.approx(got.margin[supported][0], abs=1e-5)
+    no_margins = check_batch(scenes, adapter, margin=False)
+    assert np.isnan(no_margins.margin[supported]).all() and len(asked) == 2
+
+
+def test_check_batch_names_a_wrong_argument():
+    scenes = _scenes("planar-box", 4)
+    with pytest.raises(ProblemError, match="scenes"):
+        check_batch(scenes[0], "highs")
+    with pytest.raises(ProblemError, match="axes"):
+        check_batch(scenes, "highs", axes=("f_x",))
+    with pytest.raises(ProblemError, match="solver"):
+        check_batch(scenes, 3)
+
+
+@needs_hold
+def test_the_margins_benchmark_times_and_counts_each_set(capsys, tmp_path):
+    """``python -m bench.margins`` on a shrunk set: one row with the counts it measured."""
+    out = tmp_path / "margins.csv"
+    assert margins_module.main(["--sets", "planar random", "--scale", "0.02", "--rounds", "1", "--out", str(out)]) == 0
+    import pandas as pd
+
+    table = pd.read_csv(out)
+    row = table.iloc[0]
+    assert row["scenes"] == 20 and 0 < row["supported"] <= 20 and row["exits"] == 6 * row["supported"]
+    assert row["exits_right_from_lp1"] == f"{row['exits']}/{row['exits']}"
+    assert row["margins_over_lp1"] == pytest.approx(row["with_margins"] / row["lp1"])
+    assert "| planar random" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        margins_module.main(["--sets", "nowhere"])
