@@ -500,7 +500,10 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         form = standard_form(jnp, c, A_eq_s, b_eq_s, A_ub, b_ub)
         basis = basis.astype(jax.dtypes.canonicalize_dtype(jnp.int64))  # the pivots' index type (int64 with x64)
         basis = jnp.where(basis >= k, basis + 1, basis)
-        tableau = self._fresh_tableau(form, c, basis, b_eq.shape[0] + b_ub.shape[0])
+        # the first round builds the tableau of ``basis`` fresh; the one given here is read only
+        # where that one is not finite, and then the start proves nothing (not optimal: solved
+        # cold), so no second factorisation is spent on it
+        tableau = jnp.zeros((form.A_full.shape[0] + 1, form.c_std.shape[0] + 1), c.dtype)
         return self._finish(c, A_eq_s, b_eq_s, A_ub, b_ub, H, basis, tableau, jnp.asarray(True),
                             jnp.asarray(True), None, warm=True)
 
