@@ -35,6 +35,7 @@ bench: $(STAMP)
 		--benchmark-json results/benchmarks.json
 	$(BIN)/python -m bench.native_speed
 	$(BIN)/python -m bench.overhead
+	$(BIN)/python -m bench.margins
 	$(BIN)/python -m bench.scale
 
 ## gpu-check: on a node with one GPU, within 8 minutes: seed 002's device table, the
