@@ -43,7 +43,9 @@ Measures (seed 002 §6), each a boolean setting unless stated:
   proves the group infeasible (support already lost), its Farkas certificate also proves an
   exit LP infeasible whose ``t`` column keeps it valid (``a_t @ y <= 0``); that LP is answered
   so, unsolved, and the verifier checks the certificate as any other. The rest, and every warm
-  start that does not end optimal, is solved cold.
+  start that does not end optimal, is solved cold. Where the caller has solved LP-1 first
+  (``bench.hold.check_batch``, seed 002's LP with margins), ``prepare_exits_from`` starts the
+  exits from LP-1's final bases instead (``exit_starts``): no phase 1 at all.
 
 * ``dantzig`` (new here): the pivots that start from a given basis (a warm exit's phase 2,
   the reinversion rounds, the small-witness phase) enter the column of most negative reduced
