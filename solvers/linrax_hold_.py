@@ -392,7 +392,9 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         each LP of a feasible group from its basis (``one_warm_exit``; solved again cold when
         that does not end optimal); an LP of an infeasible group whose own column keeps the
         group's Farkas certificate valid (``a_last @ y <= 0``) is answered infeasible with it,
-        unsolved; the others are solved cold."""
+        unsolved; the others are solved cold. Prepared by ``prepare_exits_from``, each LP starts
+        from its own LP-1 basis instead (no phase 1). Returns ``(x, y_eq, y_ub, code,
+        iterations, basis)``: the last the final bases (what ``prepare_exits_from`` reads)."""
         problem, (bounded, arrays, warm) = prepared
         if warm is None:
             return super().run((problem, (bounded, arrays)))
