@@ -18,6 +18,11 @@ from .verify import DEFAULT_TOLERANCES, Tolerances, verify_exit, verify_lp1
 AXES_BY_DIM = {3: ("f_x", "f_z", "tau_y"), 6: ("f_x", "f_y", "f_z", "tau_x", "tau_y", "tau_z")}
 
 
+def default_axes(d: int) -> tuple[str, ...]:
+    """The names of ``d`` wrench axes: ``AXES_BY_DIM``'s, else ``e0, e1, ...``."""
+    return AXES_BY_DIM.get(d, tuple(f"e{i}" for i in range(d)))
+
+
 @dataclass(frozen=True)
 class HoldCheck:
     """Result of ``check``.
@@ -122,7 +127,7 @@ def check_batch(scenes: "SceneBatch | list[HoldScene]", solver: str | Adapter = 
         raise ProblemError("scenes: expected a SceneBatch or a list of HoldScene (check() takes one scene)")
     scenes = SceneBatch.of(scenes)
     S, d, k = scenes.W.shape
-    axes = tuple(axes) if axes is not None else AXES_BY_DIM.get(d, tuple(f"e{i}" for i in range(d)))
+    axes = tuple(axes) if axes is not None else default_axes(d)
     if len(axes) != d:
         raise ProblemError(f"axes: expected {d} names (one per wrench axis), got {len(axes)}")
     lp1, ready = prepare_lp1(adapter, scenes)

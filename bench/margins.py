@@ -65,14 +65,13 @@ def measure_set(label: str, family: str, params: dict, n: int, spec: str = "linr
     import solvers
     from solvers import check_standard_form
 
-    from .hold import AXES_BY_DIM, check_batch, prepare_exits, prepare_lp1
+    from .hold import check_batch, default_axes, prepare_exits, prepare_lp1
     from .reference import reference
     from .verify import verify_lp1
 
     adapter = solvers.get(spec, dtype=dtype, device=device)
     scenes = scenes_of(family, params, n, seed)
-    d = scenes.W.shape[1]
-    axes = AXES_BY_DIM.get(d, tuple(f"e{i}" for i in range(d)))
+    axes = default_axes(scenes.d)
     lp1_batch, ready = prepare_lp1(adapter, scenes)
     lp1_raw = ready.run()
     held = np.flatnonzero(verify_lp1(lp1_batch, ready.finish(lp1_raw))["verdict"].to_numpy() == "supported")

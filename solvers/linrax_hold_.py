@@ -314,10 +314,15 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         check_linrax()
 
     def prepare(self, problem):
+        problem, (bounded, placed) = self._placed(problem)
+        return problem, (bounded, placed, self._warm_groups(problem) if self.settings["warm_exits"] else None)
+
+    def _placed(self, problem):
+        """The base preparation (cast, placed on the device), exit caps rewritten first where
+        ``exit_cap`` is off: ``(problem, (bounded, placed arrays))``."""
         if not self.settings["exit_cap"] and problem.m_ub:
             problem = _old_exit_cap(problem)
-        problem, (bounded, placed) = super().prepare(problem)
-        return problem, (bounded, placed, self._warm_groups(problem) if self.settings["warm_exits"] else None)
+        return super().prepare(problem)
 
     def prepare_exits_from(self, problem, lp1_raw, scene_of_exit):
         """``prepare`` for exit LPs that start from LP-1's final bases: ``problem`` (validated,
@@ -331,9 +336,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         margin is ``-delta``)."""
         if not self.settings["warm_exits"]:
             return self.prepare(problem)
-        if not self.settings["exit_cap"] and problem.m_ub:
-            problem = _old_exit_cap(problem)
-        problem, (bounded, placed) = super().prepare(problem)
+        problem, (bounded, placed) = self._placed(problem)
         scene_of_exit = np.asarray(scene_of_exit, dtype=np.int64).reshape(-1)
         if scene_of_exit.shape != (len(problem.c),):
             raise ProblemError(f"scene_of_exit: expected one scene index per exit LP ({len(problem.c)}), "
