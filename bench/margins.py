@@ -13,11 +13,13 @@ median ms per 256 scenes of:
   an unsupported scene's margin is ``-delta``); ``with_margins_e2e`` is the whole
   ``check_batch`` call, validation, transfers and verification included;
 * ``with_margins_shared``: the same exits from the shared phase 1 instead (the start
-  ``prepare_exits_from`` replaces), plus LP-1.
+  ``prepare_exits_from`` replaces), plus LP-1;
+* ``with_margins_rounds`` (linrax-hold with ``lean_exits`` on): the exits from LP-1's bases
+  with ``lean_exits`` off (the reinversion rounds run after their phase 2), plus LP-1.
 
 Ratios are over ``lp1`` (seed 002: 2.3 on its CPU, 1.25 on its GPU). The exits of the
 supported scenes are counted against HiGHS float64 (the ``exit`` kind's reference, its
-outcomes): from LP-1's bases and from the shared phase 1. Figures are measured, never
+outcomes): from LP-1's bases, from the shared phase 1 and, where measured, with the rounds. Figures are measured, never
 asserted; the table is printed as markdown and written as CSV with ``--out``.
 """
 
@@ -82,6 +84,10 @@ def measure_set(label: str, family: str, params: dict, n: int, spec: str = "linr
     runs = {"lp1": lambda: ready.run(), "exits_separate": lambda: adapter.run(separate_prepared),
             "from_lp1": lambda: adapter.run(from_lp1), "shared": lambda: adapter.run(shared),
             "e2e": lambda: check_batch(scenes, adapter)}
+    with_rounds = None
+    if getattr(adapter, "settings", {}).get("lean_exits"):  # the same starts, the rounds on
+        with_rounds = solvers.get(spec, dtype=dtype, device=device, lean_exits=False)
+        runs["rounds"] = lambda: with_rounds.run(from_lp1)
     for run in runs.values():  # compile and warm up
         run()
     samples: dict[str, list[float]] = {key: [] for key in runs}
@@ -94,6 +100,9 @@ def measure_set(label: str, family: str, params: dict, n: int, spec: str = "linr
     ref = reference(exit_batch)
     counts_lp1 = _exit_counts(exit_batch, adapter.finish(adapter.run(from_lp1), from_lp1), ref)
     counts_shared = _exit_counts(exit_batch, adapter.finish(adapter.run(shared), shared), ref)
+    counts_rounds = (_exit_counts(exit_batch, with_rounds.finish(with_rounds.run(from_lp1), from_lp1), ref)
+                     if with_rounds is not None else None)
+    nan = float("nan")
     return {"set": label, "solver": f"{spec} {dtype}", "device": device, "scenes": n, "supported": len(held),
             "exits": len(exit_batch), "lp1": ms["lp1"], "exits_separate": ms["exits_separate"],
             "with_margins": ms["lp1"] + ms["from_lp1"], "with_margins_shared": ms["lp1"] + ms["shared"],
@@ -104,7 +113,12 @@ def measure_set(label: str, family: str, params: dict, n: int, spec: str = "linr
             "exits_right_from_lp1": f"{counts_lp1['correct']}/{len(exit_batch)}",
             "exits_right_shared": f"{counts_shared['correct']}/{len(exit_batch)}",
             "false_accept_from_lp1": counts_lp1["false_accept"], "false_accept_shared": counts_shared["false_accept"],
-            "uncertain_from_lp1": counts_lp1["uncertain"], "uncertain_shared": counts_shared["uncertain"]}
+            "uncertain_from_lp1": counts_lp1["uncertain"], "uncertain_shared": counts_shared["uncertain"],
+            "with_margins_rounds": ms["lp1"] + ms["rounds"] if counts_rounds else nan,
+            "rounds_over_lp1": (ms["lp1"] + ms["rounds"]) / ms["lp1"] if counts_rounds else nan,
+            "exits_right_rounds": f"{counts_rounds['correct']}/{len(exit_batch)}" if counts_rounds else "",
+            "false_accept_rounds": counts_rounds["false_accept"] if counts_rounds else nan,
+            "uncertain_rounds": counts_rounds["uncertain"] if counts_rounds else nan}
 
 
 def main(argv: list[str] | None = None) -> int:
