@@ -219,6 +219,8 @@ def test_the_margins_benchmark_times_and_counts_each_set(capsys, tmp_path):
     assert row["scenes"] == 20 and 0 < row["supported"] <= 20 and row["exits"] == 6 * row["supported"]
     assert row["exits_right_from_lp1"] == f"{row['exits']}/{row['exits']}"
     assert row["margins_over_lp1"] == pytest.approx(row["with_margins"] / row["lp1"])
+    assert row["exits_right_rounds"] == f"{row['exits']}/{row['exits']}"  # lean_exits off, same starts
+    assert row["rounds_over_lp1"] == pytest.approx(row["with_margins_rounds"] / row["lp1"])
     assert "| planar random" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         margins_module.main(["--sets", "nowhere"])
