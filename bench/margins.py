@@ -19,8 +19,9 @@ median ms per 256 scenes of:
 
 Ratios are over ``lp1`` (seed 002: 2.3 on its CPU, 1.25 on its GPU). The exits of the
 supported scenes are counted against HiGHS float64 (the ``exit`` kind's reference, its
-outcomes): from LP-1's bases, from the shared phase 1 and, where measured, with the rounds. Figures are measured, never
-asserted; the table is printed as markdown and written as CSV with ``--out``.
+outcomes): from LP-1's bases, from the shared phase 1 and, where measured, with the
+rounds. Figures are measured, never asserted; the table is printed as markdown and written
+as CSV with ``--out``.
 """
 
 from __future__ import annotations
