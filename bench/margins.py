@@ -115,11 +115,11 @@ def measure_set(label: str, family: str, params: dict, n: int, spec: str = "linr
             "exits_right_shared": f"{counts_shared['correct']}/{len(exit_batch)}",
             "false_accept_from_lp1": counts_lp1["false_accept"], "false_accept_shared": counts_shared["false_accept"],
             "uncertain_from_lp1": counts_lp1["uncertain"], "uncertain_shared": counts_shared["uncertain"],
-            "with_margins_rounds": ms["lp1"] + ms["rounds"] if counts_rounds else nan,
-            "rounds_over_lp1": (ms["lp1"] + ms["rounds"]) / ms["lp1"] if counts_rounds else nan,
-            "exits_right_rounds": f"{counts_rounds['correct']}/{len(exit_batch)}" if counts_rounds else "",
-            "false_accept_rounds": counts_rounds["false_accept"] if counts_rounds else nan,
-            "uncertain_rounds": counts_rounds["uncertain"] if counts_rounds else nan}
+            "with_margins_rounds": ms["lp1"] + ms["rounds"] if with_rounds is not None else nan,
+            "rounds_over_lp1": (ms["lp1"] + ms["rounds"]) / ms["lp1"] if with_rounds is not None else nan,
+            "exits_right_rounds": f"{counts_rounds['correct']}/{len(exit_batch)}" if with_rounds is not None else "",
+            "false_accept_rounds": counts_rounds["false_accept"] if with_rounds is not None else nan,
+            "uncertain_rounds": counts_rounds["uncertain"] if with_rounds is not None else nan}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -651,7 +651,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         if reuse:  # the tableau's own body: B^-1 [A_std b] as pivoted (no second factorisation)
             body = jnp.concatenate([tableau[:m, :n_std], tableau[:m, -1:]], axis=1)
             secondary = e - small.vecmat(e_B, body[:, :n_std])
-            const = small.vecmat(e_B, body[:, -1:])[0]
+            const = jnp.sum(e_B * body[:, -1])
         else:
             B_inv = small.inv(A_full[:, basis])
             body = small.matmul(B_inv, jnp.concatenate([A_std, b_std[:, None]], axis=1))
