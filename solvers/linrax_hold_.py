@@ -231,11 +231,14 @@ def _pivot_loop(settings: dict, optimality_tol: float | None = None, dantzig: bo
             tableau = tableau - tableau[:, entering][:, None] * pivot_row[None, :]
             tableau = tableau.at[row].set(pivot_row)
             basis = step.basis.at[row].set(entering)
-            x = jnp.zeros_like(step.x).at[basis].set(tableau[:-num_cost_rows, -1])
-            return SimplexStep(tableau, basis, x), feasible, bounded, it + 1
+            return SimplexStep(tableau, basis, step.x), feasible, bounded, it + 1
 
         state = (step, sol_type.feasible, sol_type.bounded, jnp.int32(0))
-        step, feasible, bounded, _ = jax.lax.while_loop(needed, pivot, state)
+        step, feasible, bounded, pivots = jax.lax.while_loop(needed, pivot, state)
+        # the primal of the final basis, read off its tableau once after the loop (linrax's loop
+        # writes it at every pivot; only the last is read): the given one where no pivot ran
+        x = jnp.zeros_like(step.x).at[step.basis].set(step.tableau[:-num_cost_rows, -1])
+        step = SimplexStep(step.tableau, step.basis, jnp.where(pivots > 0, x, step.x))
         sol_type.feasible, sol_type.bounded = feasible, bounded
         return step, sol_type
 
