@@ -381,3 +381,24 @@ def test_warm_exits_leave_a_batch_without_shared_rows_cold():
     adapter = solvers.get("linrax-hold", dtype="float32")
     _, (_, _, warm) = adapter.prepare(solvers.check_standard_form(*batch.arrays(), batched=True))
     assert warm is None
+
+
+def test_the_pivot_loops_primal_is_the_final_vertex_read_once_after_the_loop():
+    """Our pivot loop reads the primal off the final tableau once, after the loop (not at
+    every pivot). With the measures that recompute or replace it off, ``x`` is linrax's own
+    reading of that primal: on LP-1 of planar scenes (phase 1 and phase 2 both pivot) each
+    LP linrax-hold calls optimal must have a primal that is feasible to float32 rounding and
+    whose cost is HiGHS's optimum; a primal kept from before the last pivot (or the start's)
+    is not, on most of them."""
+    batch = problems.generate("planar-box", 64, 3)
+    c, A_eq, b_eq, A_ub, b_ub = batch.arrays()
+    s = solvers.get("linrax-hold", dtype="float64", recompute=False, reinvert=False, small_witness=False,
+                    chunk=0).solve_batch(c, A_eq, b_eq, A_ub, b_ub)
+    ref = solvers.get("highs").solve_batch(c, A_eq, b_eq, A_ub, b_ub)
+    optimal = (np.asarray(s.status) == Status.OPTIMAL) & (np.asarray(ref.status) == Status.OPTIMAL)
+    assert optimal.sum() >= 48
+    x = s.x[optimal]
+    assert np.all(x >= -1e-9)
+    np.testing.assert_allclose(np.einsum("bij,bj->bi", A_eq[optimal], x), b_eq[optimal], atol=1e-7)
+    np.testing.assert_allclose(np.einsum("bj,bj->b", c[optimal], x), np.einsum("bj,bj->b", c[optimal], ref.x[optimal]),
+                               atol=1e-7)
