@@ -387,7 +387,7 @@ def test_the_pivot_loops_primal_is_the_final_vertex_read_once_after_the_loop():
     """Our pivot loop reads the primal off the final tableau once, after the loop (not at
     every pivot). With the measures that recompute or replace it off, ``x`` is linrax's own
     reading of that primal: on LP-1 of planar scenes (phase 1 and phase 2 both pivot) each
-    LP linrax-hold calls optimal must have a primal that is feasible to float32 rounding and
+    LP linrax-hold (float64) calls optimal must have a primal that is feasible to 1e-7 and
     whose cost is HiGHS's optimum; a primal kept from before the last pivot (or the start's)
     is not, on most of them."""
     batch = problems.generate("planar-box", 64, 3)
