@@ -101,10 +101,8 @@ def measure_set(label: str, family: str, params: dict, n: int, spec: str = "linr
     ref = reference(exit_batch)
     counts_lp1 = _exit_counts(exit_batch, adapter.finish(adapter.run(from_lp1), from_lp1), ref)
     counts_shared = _exit_counts(exit_batch, adapter.finish(adapter.run(shared), shared), ref)
-    counts_rounds = (_exit_counts(exit_batch, with_rounds.finish(with_rounds.run(from_lp1), from_lp1), ref)
-                     if with_rounds is not None else None)
     nan = float("nan")
-    return {"set": label, "solver": f"{spec} {dtype}", "device": device, "scenes": n, "supported": len(held),
+    row = {"set": label, "solver": f"{spec} {dtype}", "device": device, "scenes": n, "supported": len(held),
             "exits": len(exit_batch), "lp1": ms["lp1"], "exits_separate": ms["exits_separate"],
             "with_margins": ms["lp1"] + ms["from_lp1"], "with_margins_shared": ms["lp1"] + ms["shared"],
             "with_margins_e2e": ms["e2e"],
@@ -114,12 +112,17 @@ def measure_set(label: str, family: str, params: dict, n: int, spec: str = "linr
             "exits_right_from_lp1": f"{counts_lp1['correct']}/{len(exit_batch)}",
             "exits_right_shared": f"{counts_shared['correct']}/{len(exit_batch)}",
             "false_accept_from_lp1": counts_lp1["false_accept"], "false_accept_shared": counts_shared["false_accept"],
-            "uncertain_from_lp1": counts_lp1["uncertain"], "uncertain_shared": counts_shared["uncertain"],
-            "with_margins_rounds": ms["lp1"] + ms["rounds"] if with_rounds is not None else nan,
-            "rounds_over_lp1": (ms["lp1"] + ms["rounds"]) / ms["lp1"] if with_rounds is not None else nan,
-            "exits_right_rounds": f"{counts_rounds['correct']}/{len(exit_batch)}" if with_rounds is not None else "",
-            "false_accept_rounds": counts_rounds["false_accept"] if with_rounds is not None else nan,
-            "uncertain_rounds": counts_rounds["uncertain"] if with_rounds is not None else nan}
+            "uncertain_from_lp1": counts_lp1["uncertain"], "uncertain_shared": counts_shared["uncertain"]}
+    if with_rounds is None:
+        row.update({"with_margins_rounds": nan, "rounds_over_lp1": nan, "exits_right_rounds": "",
+                    "false_accept_rounds": nan, "uncertain_rounds": nan})
+    else:
+        counts_rounds = _exit_counts(exit_batch, with_rounds.finish(with_rounds.run(from_lp1), from_lp1), ref)
+        row.update({"with_margins_rounds": ms["lp1"] + ms["rounds"],
+                    "rounds_over_lp1": (ms["lp1"] + ms["rounds"]) / ms["lp1"],
+                    "exits_right_rounds": f"{counts_rounds['correct']}/{len(exit_batch)}",
+                    "false_accept_rounds": counts_rounds["false_accept"], "uncertain_rounds": counts_rounds["uncertain"]})
+    return row
 
 
 def main(argv: list[str] | None = None) -> int:

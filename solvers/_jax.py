@@ -29,8 +29,8 @@ def piece_joiner(skip: int):
     import jax.numpy as jnp
 
     def join(pieces):
-        last = [o[skip:] for o in pieces[-1]]
-        return tuple(jnp.concatenate([*(p[i] for p in pieces[:-1]), last[i]]) for i in range(len(last)))
+        *full, last = pieces
+        return tuple(jnp.concatenate([*(p[i] for p in full), o[skip:]]) for i, o in enumerate(last))
 
     return jax.jit(join)
 
