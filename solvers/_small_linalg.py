@@ -23,24 +23,92 @@ from __future__ import annotations
 #: 3-5x faster than ``@``.
 ELEMENTWISE_MAX = 128
 
+#: A product summed over at most this many terms is added term by term, unrolled, instead of
+#: by ``jnp.sum``: XLA:CPU hands such small sums to YNNPACK reduce fusions, which took about
+#: a third of a planar exit batch (1,024 products ``(4, 4) @ (4, 9)``: 138 us as a sum, 32
+#: unrolled). A planar basis has 3 to 5 rows. A 3D basis (7 rows and more) keeps ``jnp.sum``:
+#: unrolled there it was no faster, and its float32 rounding cost 3 of 4,584 3D random exits
+#: (docs/gpu-scale.md, eleventh session).
+UNROLL_MAX_TERMS = 5
+
 
 def matmul(A, X):
     """``A @ X`` for ``A`` (m, k) and ``X`` (k, n) or (k,): a multiply and a sum over ``k``
-    when ``X`` is small (``ELEMENTWISE_MAX``), else ``@`` (traced under the caller's matmul
-    precision: the JAX adapters trace at ``highest``)."""
+    when ``X`` is small (``ELEMENTWISE_MAX``; added term by term when ``k <=
+    UNROLL_MAX_TERMS``), else ``@`` (traced under the caller's matmul precision: the JAX
+    adapters trace at ``highest``)."""
     import jax.numpy as jnp
 
     if X.ndim == 1:
-        return jnp.sum(A * X[None, :], axis=1)
+        return _summed(lambda j: A[:, j] * X[j], A.shape[1]) if A.shape[1] <= UNROLL_MAX_TERMS else \
+            jnp.sum(A * X[None, :], axis=1)
     if X.size > ELEMENTWISE_MAX:
         return A @ X
-    return jnp.sum(A[:, :, None] * X[None, :, :], axis=1)
+    return _summed(lambda j: A[:, j, None] * X[None, j, :], A.shape[1]) if A.shape[1] <= UNROLL_MAX_TERMS else \
+        jnp.sum(A[:, :, None] * X[None, :, :], axis=1)
+
+
+def _summed(term, k: int):
+    """``term(0) + term(1) + ... + term(k - 1)``, added in that order, unrolled (XLA may fuse
+    each multiply and add into one FMA)."""
+    total = term(0)
+    for j in range(1, k):
+        total = total + term(j)
+    return total
+
+
+#: ``argmin`` (``first_true``) of a vector at least this long is a ``min`` and a ``min`` of
+#: indices: XLA:CPU runs ``jnp.argmin`` and ``jnp.argmax`` (reductions of value-index pairs)
+#: slowly once the vector has 32 or more entries. Measured on this 2-core CPU, ``vmap`` over
+#: 1,024 vectors, per vector: 131 entries 0.58 us by ``jnp.argmin``, 0.15 us as two plain
+#: reductions; 8 entries 0.006 us against 0.035, so short vectors keep ``jnp.argmin``.
+ARGMIN_MIN_LENGTH = 32
+
+
+def argmin(v):
+    """``jnp.argmin(v)`` for a vector ``v`` (n,), the same index: the first of the smallest
+    entries, or the first NaN when there is one (all ``+inf``: 0); as two plain reductions
+    when ``n >= ARGMIN_MIN_LENGTH``."""
+    import jax.numpy as jnp
+
+    n = v.shape[0]
+    if n < ARGMIN_MIN_LENGTH:
+        return jnp.argmin(v)
+    smallest = jnp.min(v)  # NaN when any entry is NaN
+    hit = (v == smallest) | (jnp.isnan(v) & jnp.isnan(smallest))
+    return jnp.min(jnp.where(hit, jnp.arange(n), n))  # jnp.argmin's index type
+
+
+def with_row(M, i, row):
+    """``M.at[i].set(row)`` for ``M`` (m, ...) and a traced index ``i``, as a select on the
+    row index: under ``vmap`` a scatter per LP, which XLA:CPU runs as a copy of ``M`` and an
+    element loop, becomes part of the fused loop that computes ``M`` (the same values)."""
+    import jax.numpy as jnp
+
+    at = (jnp.arange(M.shape[0]) == i).reshape((-1,) + (1,) * (M.ndim - 1))
+    return jnp.where(at, jnp.asarray(row, M.dtype), M)
+
+
+def first_true(flags):
+    """``jnp.argmax(flags)`` for a boolean vector ``flags`` (n,), the same index: the first
+    ``True``, or 0 when none is; as a ``min`` of indices when ``n >= ARGMIN_MIN_LENGTH``
+    (``jnp.argmax`` is a reduction of value-index pairs, as ``argmin``)."""
+    import jax.numpy as jnp
+
+    n = flags.shape[0]
+    if n < ARGMIN_MIN_LENGTH:
+        return jnp.argmax(flags)
+    first = jnp.min(jnp.where(flags, jnp.arange(n), n))  # jnp.argmax's index type
+    return jnp.where(first == n, 0, first)
 
 
 def vecmat(v, A):
-    """``v @ A`` for ``v`` (k,) and ``A`` (k, n): ``A.T @ v`` without a transpose or a dot."""
+    """``v @ A`` for ``v`` (k,) and ``A`` (k, n): ``A.T @ v`` without a transpose or a dot
+    (added term by term when ``k <= UNROLL_MAX_TERMS``)."""
     import jax.numpy as jnp
 
+    if A.shape[0] <= UNROLL_MAX_TERMS:
+        return _summed(lambda j: v[j] * A[j], A.shape[0])
     return jnp.sum(v[:, None] * A, axis=0)
 
 

@@ -151,12 +151,12 @@ def _dual_loop(cap: int, pivot_tol: float, primal_tol: float):
             row = jnp.argmin(jnp.where(rhs < -primal_tol, rhs, jnp.inf))
             a = tableau[row, :-1]
             ok = a < -pivot_tol
-            col = jnp.argmin(jnp.where(ok, tableau[-1, :-1] / jnp.where(ok, -a, 1.0), jnp.inf))
+            col = small.argmin(jnp.where(ok, tableau[-1, :-1] / jnp.where(ok, -a, 1.0), jnp.inf))
             stuck = ~jnp.any(ok)
             pivot_row = tableau[row] / jnp.where(stuck, 1.0, tableau[row, col])
-            new = tableau - tableau[:, col][:, None] * pivot_row[None, :]
-            new = new.at[row].set(pivot_row)
-            return (jnp.where(stuck, tableau, new), jnp.where(stuck, basis, basis.at[row].set(col)), stuck, it + 1)
+            new = small.with_row(tableau - tableau[:, col][:, None] * pivot_row[None, :], row, pivot_row)
+            return (jnp.where(stuck, tableau, new), jnp.where(stuck, basis, small.with_row(basis, row, col)), stuck,
+                    it + 1)
 
         tableau, basis, stuck, _ = jax.lax.while_loop(needed, pivot, (tableau, basis, jnp.asarray(False), jnp.int32(0)))
         return tableau, basis, stuck
@@ -213,9 +213,9 @@ def _pivot_loop(settings: dict, optimality_tol: float | None = None, dantzig: bo
             # entering: lowest index that may enter (linrax's rule, noise rays excluded), or
             # (dantzig) the most negative reduced cost for the first ``switch`` pivots
             may = candidates(tableau, step.basis, num_cost_rows, dual_tol, opt_tol)
-            entering = jnp.argmax(may)
+            entering = small.first_true(may)
             if switch:
-                steepest = jnp.argmin(jnp.where(may, tableau[-1, :-1], jnp.inf))
+                steepest = small.argmin(jnp.where(may, tableau[-1, :-1], jnp.inf))
                 entering = jnp.where(it < switch, steepest, entering)
             rates = marked(tableau, step.basis, num_cost_rows)[:, entering]
             ok = rates > dual_tol
@@ -228,9 +228,8 @@ def _pivot_loop(settings: dict, optimality_tol: float | None = None, dantzig: bo
                 row = jnp.argmin(jnp.where(ties, jnp.arange(ratios.shape[0]), ratios.shape[0]))
             bounded = jnp.any(ok).reshape(1)
             pivot_row = tableau[row] / tableau[row, entering]
-            tableau = tableau - tableau[:, entering][:, None] * pivot_row[None, :]
-            tableau = tableau.at[row].set(pivot_row)
-            basis = step.basis.at[row].set(entering)
+            tableau = small.with_row(tableau - tableau[:, entering][:, None] * pivot_row[None, :], row, pivot_row)
+            basis = small.with_row(step.basis, row, entering)
             return SimplexStep(tableau, basis, step.x), feasible, bounded, it + 1
 
         state = (step, sol_type.feasible, sol_type.bounded, jnp.int32(0))

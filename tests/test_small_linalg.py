@@ -72,3 +72,75 @@ def test_products_match_numpy(m, k, n, seed):
     np.testing.assert_allclose(np.asarray(small.matmul(f32(A), f32(X))), A @ X, atol=tol * 10, rtol=1e-5)
     np.testing.assert_allclose(np.asarray(small.matmul(f32(A), f32(X[:, 0]))), A @ X[:, 0], atol=tol * 10, rtol=1e-5)
     np.testing.assert_allclose(np.asarray(small.vecmat(f32(v), f32(A))), v @ A, atol=tol * 10, rtol=1e-5)
+
+
+_ENTRIES = st.sampled_from([0.0, 1.0, -1.0, 2.5, -3.0, np.inf, -np.inf, np.nan, 1e-30])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(_ENTRIES, min_size=1, max_size=3), min_size=1, max_size=4).flatmap(
+    lambda _: st.integers(1, 80).flatmap(lambda n: st.lists(st.lists(_ENTRIES, min_size=n, max_size=n),
+                                                             min_size=1, max_size=4))))
+def test_argmin_and_first_true_pick_the_index_jnp_picks(rows):
+    """``small.argmin`` and ``small.first_true`` are ``jnp.argmin`` and ``jnp.argmax`` of a
+    boolean, index for index, under ``vmap`` and on both sides of ``ARGMIN_MIN_LENGTH``: ties
+    go to the first, a NaN wins, all ``+inf`` (or no ``True``) gives 0."""
+    v = jnp.asarray(np.array(rows, dtype=np.float32))
+    got = np.asarray(jax.jit(jax.vmap(small.argmin))(v))
+    np.testing.assert_array_equal(got, np.asarray(jax.vmap(jnp.argmin)(v)))
+    flags = v < 1.0
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(small.first_true))(flags)),
+                                  np.asarray(jax.vmap(jnp.argmax)(flags)))
+
+
+def test_argmin_takes_the_two_reduction_form_for_long_vectors():
+    """The long form is what long vectors get (its lowering has no value-index reduction),
+    and it ties, NaNs and empties as ``jnp.argmin`` at a length the Hypothesis test may miss."""
+    n = small.ARGMIN_MIN_LENGTH
+    v = np.full(n, 5.0, np.float32)
+    v[[7, 20]] = -1.0
+    assert int(small.argmin(jnp.asarray(v))) == 7
+    v[25] = np.nan
+    assert int(small.argmin(jnp.asarray(v))) == 25
+    assert int(small.argmin(jnp.full(n, jnp.inf))) == 0
+    assert int(small.first_true(jnp.zeros(n, bool))) == 0
+
+    def operands_per_reduce(fn):  # a value-index reduction has two (init: per operand)
+        text = jax.jit(fn).lower(jnp.asarray(v)).as_text()
+        return text.count("init:") / max(1, text.count("stablehlo.reduce("))
+
+    assert operands_per_reduce(small.argmin) == 1.0
+    assert operands_per_reduce(jnp.argmin) == 2.0
+
+
+@settings(max_examples=30, deadline=None)
+@given(m=st.integers(1, 9), n=st.integers(1, 12), seed=st.integers(0, 2**32 - 1))
+def test_with_row_is_the_scatter_it_replaces(m, n, seed):
+    """``with_row(M, i, row)`` is ``M.at[i].set(row)`` bit for bit, per case under ``vmap``,
+    for matrices and for an integer basis vector."""
+    rng = np.random.default_rng(seed)
+    M = jnp.asarray(rng.normal(size=(16, m, n)).astype(np.float32))
+    rows = jnp.asarray(rng.normal(size=(16, n)).astype(np.float32))
+    at = jnp.asarray(rng.integers(0, m, size=16))
+    expected = jax.vmap(lambda M, i, r: M.at[i].set(r))(M, at, rows)
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(small.with_row))(M, at, rows)), np.asarray(expected))
+    basis = jnp.asarray(rng.integers(0, 50, size=(16, m)).astype(np.int32))
+    col = jnp.asarray(rng.integers(0, 50, size=16).astype(np.int32))
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(small.with_row))(basis, at, col)),
+                                  np.asarray(jax.vmap(lambda b, i, c: b.at[i].set(c))(basis, at, col)))
+
+
+@pytest.mark.parametrize("k", [1, 3, small.UNROLL_MAX_TERMS, small.UNROLL_MAX_TERMS + 1, 7])
+def test_products_over_few_terms_are_unrolled_and_longer_ones_reduced(k):
+    """A product over at most ``UNROLL_MAX_TERMS`` terms lowers to multiplies and adds, no
+    reduction (the form XLA:CPU does not hand to a YNNPACK reduce); a longer one keeps its
+    ``jnp.sum``. The values themselves are checked against numpy above."""
+    A, X, v = jnp.ones((3, k)), jnp.ones((k, 4)), jnp.ones(k)
+
+    def reductions(fn, *args):
+        return jax.jit(fn).lower(*args).as_text().count("stablehlo.reduce(")
+
+    expected = 0 if k <= small.UNROLL_MAX_TERMS else 1
+    assert reductions(small.matmul, A, X) == expected
+    assert reductions(small.matmul, A, X[:, 0]) == expected
+    assert reductions(small.vecmat, v, X) == expected
