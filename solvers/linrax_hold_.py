@@ -440,18 +440,23 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
 
         warm_at, cold_at = np.flatnonzero(ok), np.flatnonzero(~ok & ~certified)
         take, put = _index_ops()
+        B, n = problem.c.shape
+        # every LP from a basis of its own (LP-1's, in order): no rows to gather or to put back
+        own = len(warm_at) == B and len(basis) == B and np.array_equal(group, np.arange(B))
         parts = []
         if len(warm_at):
             warm_fn = self._jitted("warm-lean", functools.partial(self.one_warm_exit, lean=True)) if lean \
                 else self._jitted("warm", self.one_warm_exit)
-            parts.append((warm_at, self.chunked(warm_fn,
-                                                list(take((*arrays[:5], basis), (warm_at,) * 5 + (group[warm_at],))))))
+            starts = [*arrays[:5], basis] if own else \
+                list(take((*arrays[:5], basis), (warm_at,) * 5 + (group[warm_at],)))
+            parts.append((warm_at, self.chunked(warm_fn, starts)))
             # a warm start that does not end optimal is solved again cold (never worse than cold)
             cold_at = np.union1d(cold_at, warm_at[np.asarray(parts[0][1][3]) != 3])
+            if own and not len(cold_at):  # every LP warm and optimal: its answers are the batch's
+                return tuple(parts[0][1])
         if len(cold_at):
             parts.append((cold_at, self.chunked(self._compiled(False, bounded),
                                                 list(take(arrays, (cold_at,) * len(arrays))))))
-        B, n = problem.c.shape
         dtype = np.dtype(self.dtype)
         out = (jnp.zeros((B, n), dtype), jnp.asarray(y_eq_, dtype), jnp.asarray(y_ub_, dtype),
                jnp.zeros(B, jnp.int32), jnp.full(B, -1, jnp.int32),  # certified: code 0, infeasible

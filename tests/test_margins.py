@@ -124,6 +124,41 @@ def test_lean_exits_trace_no_reinversion_round_and_are_as_right_as_with_the_roun
 
 
 @needs_hold
+def test_exits_each_from_its_own_lp1_basis_skip_the_gather_and_answer_as_gathered(monkeypatch):
+    """When every exit starts from its own LP-1 basis and ends optimal, ``run`` returns the
+    warm answers as they are: no rows gathered, no batch assembled (those eager dispatches
+    were 40% of a planar near-boundary exit batch). The answers are the gathered path's, bit
+    for bit."""
+    import jax.numpy as jnp
+
+    from solvers import _jax
+    from solvers import linrax_hold_ as hold_module
+
+    scenes = _scenes("planar-box", 32)
+    adapter = solvers.get("linrax-hold", dtype="float32")
+    lp1_batch, ready = prepare_lp1(adapter, scenes)
+    raw = ready.run()
+    held = np.flatnonzero(verify_lp1(lp1_batch, ready.finish(raw))["verdict"].to_numpy() == "supported")
+    _, prepared = prepare_exits(adapter, scenes, held, raw, ("a", "b", "c"))
+    problem, (bounded, arrays, warm) = prepared
+    assert warm.usable.all()
+    gathers = []
+    take, put = hold_module._index_ops()
+    monkeypatch.setattr(hold_module, "_index_ops", lambda: (lambda *a: gathers.append(1) or take(*a), put))
+    fast = adapter.run(prepared)
+    assert gathers == [] and np.all(np.asarray(fast[3]) == 3)
+    B = len(problem.c)
+    with _jax.precision("float32"):  # the same starts through the gather: a basis table longer than the batch
+        gathered = adapter._warm_then_cold(problem, bounded, arrays, jnp.concatenate([warm.basis, warm.basis]),
+                                           np.arange(B), warm.usable, np.zeros(B, bool),
+                                           np.zeros((B, problem.m_eq)), np.zeros((B, problem.m_ub)), lean=True)
+    assert gathers == [1]
+    for got, expected in zip(fast, gathered, strict=True):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+        assert np.asarray(got).dtype == np.asarray(expected).dtype
+
+
+@needs_hold
 @pytest.mark.filterwarnings("error::FutureWarning")
 def test_an_exit_whose_lp1_basis_is_no_start_is_solved_cold_and_still_right():
     """A basis with an ``s`` column (or an LP-1 that did not end optimal) is no start: those
