@@ -23,7 +23,7 @@ from __future__ import annotations
 #: 3-5x faster than ``@``.
 ELEMENTWISE_MAX = 128
 
-#: A product summed over at most this many terms is added term by term, unrolled, instead of
+#: A product summed over 1 to this many terms is added term by term, unrolled, instead of
 #: by ``jnp.sum``: XLA:CPU hands such small sums to YNNPACK reduce fusions, which took about
 #: a third of a planar exit batch (1,024 products ``(4, 4) @ (4, 9)``: 138 us as a sum, 32
 #: unrolled). A planar basis has 3 to 5 rows. A 3D basis (7 rows and more) keeps ``jnp.sum``:
@@ -40,11 +40,11 @@ def matmul(A, X):
     import jax.numpy as jnp
 
     if X.ndim == 1:
-        return _summed(lambda j: A[:, j] * X[j], A.shape[1]) if A.shape[1] <= UNROLL_MAX_TERMS else \
+        return _summed(lambda j: A[:, j] * X[j], A.shape[1]) if 0 < A.shape[1] <= UNROLL_MAX_TERMS else \
             jnp.sum(A * X[None, :], axis=1)
     if X.size > ELEMENTWISE_MAX:
         return A @ X
-    return _summed(lambda j: A[:, j, None] * X[None, j, :], A.shape[1]) if A.shape[1] <= UNROLL_MAX_TERMS else \
+    return _summed(lambda j: A[:, j, None] * X[None, j, :], A.shape[1]) if 0 < A.shape[1] <= UNROLL_MAX_TERMS else \
         jnp.sum(A[:, :, None] * X[None, :, :], axis=1)
 
 
@@ -107,7 +107,7 @@ def vecmat(v, A):
     (added term by term when ``k <= UNROLL_MAX_TERMS``)."""
     import jax.numpy as jnp
 
-    if A.shape[0] <= UNROLL_MAX_TERMS:
+    if 0 < A.shape[0] <= UNROLL_MAX_TERMS:
         return _summed(lambda j: v[j] * A[j], A.shape[0])
     return jnp.sum(v[:, None] * A, axis=0)
 

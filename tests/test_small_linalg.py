@@ -144,3 +144,12 @@ def test_products_over_few_terms_are_unrolled_and_longer_ones_reduced(k):
     assert reductions(small.matmul, A, X) == expected
     assert reductions(small.matmul, A, X[:, 0]) == expected
     assert reductions(small.vecmat, v, X) == expected
+
+
+def test_a_product_over_no_terms_is_zero():
+    """An LP without equality rows multiplies by a (0, 0) spread: a product over no terms is
+    zeros of the right shape (the unrolled form has no first term to start from)."""
+    assert np.asarray(small.matmul(jnp.ones((0, 0)), jnp.ones((0, 7)))).shape == (0, 7)
+    np.testing.assert_array_equal(np.asarray(small.matmul(jnp.ones((3, 0)), jnp.ones((0, 4)))), np.zeros((3, 4)))
+    np.testing.assert_array_equal(np.asarray(small.matmul(jnp.ones((3, 0)), jnp.ones(0))), np.zeros(3))
+    np.testing.assert_array_equal(np.asarray(small.vecmat(jnp.ones(0), jnp.ones((0, 5)))), np.zeros(5))
