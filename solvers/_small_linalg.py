@@ -40,17 +40,19 @@ def matmul(A, X):
     import jax.numpy as jnp
 
     if X.ndim == 1:
-        return _summed(lambda j: A[:, j] * X[j], A.shape[1]) if 0 < A.shape[1] <= UNROLL_MAX_TERMS else \
-            jnp.sum(A * X[None, :], axis=1)
+        return _summed(lambda j: A[:, j] * X[j], A.shape[1], lambda: jnp.sum(A * X[None, :], axis=1))
     if X.size > ELEMENTWISE_MAX:
         return A @ X
-    return _summed(lambda j: A[:, j, None] * X[None, j, :], A.shape[1]) if 0 < A.shape[1] <= UNROLL_MAX_TERMS else \
-        jnp.sum(A[:, :, None] * X[None, :, :], axis=1)
+    return _summed(lambda j: A[:, j, None] * X[None, j, :], A.shape[1],
+                   lambda: jnp.sum(A[:, :, None] * X[None, :, :], axis=1))
 
 
-def _summed(term, k: int):
+def _summed(term, k: int, reduced):
     """``term(0) + term(1) + ... + term(k - 1)``, added in that order, unrolled (XLA may fuse
-    each multiply and add into one FMA)."""
+    each multiply and add into one FMA) when ``0 < k <= UNROLL_MAX_TERMS``; else ``reduced()``
+    (the same sum as one reduction; also zeros of the right shape for ``k = 0``)."""
+    if not 0 < k <= UNROLL_MAX_TERMS:
+        return reduced()
     total = term(0)
     for j in range(1, k):
         total = total + term(j)
@@ -75,8 +77,7 @@ def argmin(v):
     if n < ARGMIN_MIN_LENGTH:
         return jnp.argmin(v)
     smallest = jnp.min(v)  # NaN when any entry is NaN
-    hit = (v == smallest) | (jnp.isnan(v) & jnp.isnan(smallest))
-    return jnp.min(jnp.where(hit, jnp.arange(n), n))  # jnp.argmin's index type
+    return first_true((v == smallest) | (jnp.isnan(v) & jnp.isnan(smallest)))
 
 
 def with_row(M, i, row):
@@ -107,9 +108,7 @@ def vecmat(v, A):
     (added term by term when ``k <= UNROLL_MAX_TERMS``)."""
     import jax.numpy as jnp
 
-    if 0 < A.shape[0] <= UNROLL_MAX_TERMS:
-        return _summed(lambda j: v[j] * A[j], A.shape[0])
-    return jnp.sum(v[:, None] * A, axis=0)
+    return _summed(lambda j: v[j] * A[j], A.shape[0], lambda: jnp.sum(v[:, None] * A, axis=0))
 
 
 def solve(B, X):

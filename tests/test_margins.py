@@ -27,6 +27,14 @@ def _scenes(family: str, n: int, seed: int = 0) -> SceneBatch:
     return margins_module.scenes_of(family, {"disk": True} if family == "planar-box" else {}, n, seed)
 
 
+def _lp1_raw_and_held(adapter, scenes):
+    """LP-1 of ``scenes`` by ``adapter``: its raw ``run`` outputs and the indices of the
+    scenes it verified supported (the ones whose exits ``prepare_exits`` builds)."""
+    lp1_batch, ready = prepare_lp1(adapter, scenes)
+    raw = ready.run()
+    return raw, np.flatnonzero(verify_lp1(lp1_batch, ready.finish(raw))["verdict"].to_numpy() == "supported")
+
+
 @settings(max_examples=60, deadline=None)
 @given(k=st.integers(1, 6), d=st.integers(1, 4), limits=st.integers(0, 2), seed=st.integers(0, 2**31 - 1))
 def test_a_mapped_basis_names_the_same_columns_in_the_exit_lp(k, d, limits, seed):
@@ -65,9 +73,7 @@ def test_exits_from_lp1_bases_run_no_phase_1_and_are_as_right_as_the_shared_phas
     phase 1, with no false accept."""
     scenes = _scenes(family, n)
     adapter = solvers.get("linrax-hold", dtype="float32")
-    lp1_batch, ready = prepare_lp1(adapter, scenes)
-    raw = ready.run()
-    held = np.flatnonzero(verify_lp1(lp1_batch, ready.finish(raw))["verdict"].to_numpy() == "supported")
+    raw, held = _lp1_raw_and_held(adapter, scenes)
     assert 0 < len(held) < n
     exit_batch, prepared = prepare_exits(adapter, scenes, held, raw, ("a",) * scenes.d)
     assert prepared[1][2].usable.all()  # every supported scene's LP-1 basis is a start
@@ -105,9 +111,7 @@ def test_lean_exits_trace_no_reinversion_round_and_are_as_right_as_with_the_roun
     outcomes = {}
     for lean in (True, False):
         adapter = solvers.get("linrax-hold", dtype="float32", lean_exits=lean)
-        lp1_batch, ready = prepare_lp1(adapter, scenes)
-        raw = ready.run()
-        held = np.flatnonzero(verify_lp1(lp1_batch, ready.finish(raw))["verdict"].to_numpy() == "supported")
+        raw, held = _lp1_raw_and_held(adapter, scenes)
         exit_batch, prepared = prepare_exits(adapter, scenes, held, raw, ("a",) * scenes.d)
         assert prepared[1][2].usable.all()  # every exit starts from LP-1 (no cold solve traced)
         names.clear()
@@ -136,9 +140,7 @@ def test_exits_each_from_its_own_lp1_basis_skip_the_gather_and_answer_as_gathere
 
     scenes = _scenes("planar-box", 32)
     adapter = solvers.get("linrax-hold", dtype="float32")
-    lp1_batch, ready = prepare_lp1(adapter, scenes)
-    raw = ready.run()
-    held = np.flatnonzero(verify_lp1(lp1_batch, ready.finish(raw))["verdict"].to_numpy() == "supported")
+    raw, held = _lp1_raw_and_held(adapter, scenes)
     _, prepared = prepare_exits(adapter, scenes, held, raw, ("a", "b", "c"))
     problem, (bounded, arrays, warm) = prepared
     assert warm.usable.all()
@@ -166,9 +168,7 @@ def test_an_exit_whose_lp1_basis_is_no_start_is_solved_cold_and_still_right():
     handed-over int32 bases once met int64 pivot indices (JAX's FutureWarning, an error here)."""
     scenes = _scenes("planar-box", 24)
     adapter = solvers.get("linrax-hold", dtype="float64")
-    lp1_batch, ready = prepare_lp1(adapter, scenes)
-    raw = ready.run()
-    held = np.flatnonzero(verify_lp1(lp1_batch, ready.finish(raw))["verdict"].to_numpy() == "supported")
+    raw, held = _lp1_raw_and_held(adapter, scenes)
     exit_batch, good = prepare_exits(adapter, scenes, held, raw, ("a", "b", "c"))
     k = scenes.W.shape[2]
     spoiled_basis = np.asarray(raw[-1]).copy()
