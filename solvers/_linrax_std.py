@@ -37,10 +37,11 @@ def standard_form(jnp, c, A_eq, b_eq, A_ub, b_ub) -> StandardForm:
     return StandardForm(A_full, jnp.abs(rhs), flip, jnp.concatenate([c, jnp.zeros(m_ub, c.dtype)]))
 
 
-def basis_duals(jnp, form: StandardForm, basis, feasible, solve=None):
+def basis_duals(jnp, form: StandardForm, basis, feasible, solve=None, B=None):
     """``(y, phase1)``: the duals of ``(b_eq, b_ub)`` from the final ``basis`` (phase-2 costs
     when ``feasible``, else phase-1 costs: a certificate), and the phase-1 cost vector;
-    ``solve(B, x)`` solves ``B z = x`` (default ``jnp.linalg.solve``)."""
+    ``solve(B, x)`` solves ``B z = x`` (default ``jnp.linalg.solve``); ``B`` is the basis
+    matrix ``A_full[:, basis]`` when the caller has it (``form.A_full`` is then not read)."""
     m = form.flip.shape[0]
     n_std = form.c_std.shape[0]
     dtype = form.c_std.dtype
@@ -48,4 +49,5 @@ def basis_duals(jnp, form: StandardForm, basis, feasible, solve=None):
     phase1 = jnp.concatenate([jnp.zeros(n_std, dtype), jnp.ones(m, dtype)])
     costs = jnp.where(feasible, phase2, phase1)
     solve = jnp.linalg.solve if solve is None else solve
-    return form.flip * solve(form.A_full[:, basis].T, costs[basis]), phase1
+    B = form.A_full[:, basis] if B is None else B
+    return form.flip * solve(B.T, costs[basis]), phase1

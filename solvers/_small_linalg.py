@@ -47,6 +47,18 @@ def matmul(A, X):
                    lambda: jnp.sum(A[:, :, None] * X[None, :, :], axis=1))
 
 
+def matmul_column(A, x, columns: int):
+    """Column ``j`` of ``matmul(A, X)`` for ``A`` (m, k), given only ``x = X[:, j]`` (k,) of an
+    ``X`` (k, columns): the same arithmetic as that column of the whole product, ``@`` where
+    ``matmul`` would call it, else the elementwise sum. XLA:CPU picks its kernels by shape,
+    so the last bits may differ; for linrax-hold's 3D exits a ``(7, 7) @ (7, 1)`` dot gave
+    each bit of that column of ``(7, 7) @ (7, 131)``, where ``jnp.sum`` of the products did
+    not."""
+    if x.shape[0] * columns > ELEMENTWISE_MAX:
+        return (A @ x[:, None])[:, 0]
+    return matmul(A, x[:, None])[:, 0]
+
+
 def _summed(term, k: int, reduced):
     """``term(0) + term(1) + ... + term(k - 1)``, added in that order, unrolled (XLA may fuse
     each multiply and add into one FMA) when ``0 < k <= UNROLL_MAX_TERMS``; else ``reduced()``

@@ -90,7 +90,7 @@ import numpy as np
 
 from . import _jax
 from . import _small_linalg as small
-from ._linrax_std import basis_duals, standard_form
+from ._linrax_std import StandardForm, basis_duals, standard_form
 from .base import Adapter, Conformance, Option, module_api
 from .errors import ProblemError, SolverNotAvailable
 from .types import Capabilities, CodedText, Status
@@ -364,9 +364,46 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
                                f"got bases of shape {lp1_basis.shape}")
         starts, usable = exit_starts(lp1_basis, lp1_code == 3, k, d, limits)
         jax = _jax.import_jax()
+        dev = _jax.device(self.settings["device"])
         with _jax.precision(self.dtype):
-            basis = jax.device_put(starts[scene_of_exit].astype(np.int32), _jax.device(self.settings["device"]))
-        return problem, (bounded, placed, ExitStarts(basis, usable[scene_of_exit]))
+            basis = jax.device_put(starts[scene_of_exit].astype(np.int32), dev)
+            shared = self._shared_exits(problem, starts, scene_of_exit, int(np.count_nonzero(usable[scene_of_exit])),
+                                        dev) if self.settings["lean_exits"] else None
+        return problem, (bounded, placed, ExitStarts(basis, usable[scene_of_exit], shared))
+
+    def _shared_exits(self, problem, starts, scene_of_exit, warm: int, dev):
+        """``SharedExits`` of exit LPs started from LP-1's bases ``starts`` (``lean_exits``), of
+        which ``warm`` start from one: consecutive exits of one scene that are equal but for
+        their ``t`` column and its cost (a scene's directions) form a group, which shares one
+        factorisation of the start (``one_exit_scene``). Equal means equal values (one
+        comparison of each LP with the one before it, no tolerance), so an exit that differs
+        is a group of its own.
+
+        The groups are padded (the last one repeated) to a multiple of the warm exits' piece
+        size: XLA:CPU picks the kernels of a batched reduction or product by batch size (the
+        3D Householder spread's bits changed between 512 and 768 cases), and at the exits' own
+        size the answers on seed 002's four sets were the per-exit tableaux', bit for bit (48 of
+        48 output arrays; unpadded, 3 fewer of 4,584 3D random exits were right). It also
+        compiles no program shape the exits do not."""
+        jax = _jax.import_jax()
+        B = len(problem.c)
+        new = np.ones(B, dtype=bool)  # True where an exit starts a group
+        new[1:] = scene_of_exit[1:] != scene_of_exit[:-1]
+        for block in (problem.c[:, :-1], problem.b_eq, problem.b_ub, problem.A_eq[:, :, :-1], problem.A_ub[:, :, :-1]):
+            if block[0].size:
+                new[1:] |= np.any(block[1:] != block[:-1], axis=tuple(range(1, block.ndim)))
+        first = np.flatnonzero(new)
+        group = (np.cumsum(new) - 1).astype(np.int32)
+        size = _jax.piece_size(max(warm, 1), int(self.settings.get("chunk") or 0) or max(warm, 1))
+        if len(first) % size:
+            first = np.concatenate([first, np.full(size - len(first) % size, first[-1])])
+        scenes = (problem.c[first, :-1], problem.A_eq[first, :, :-1], problem.b_eq[first], problem.A_ub[first, :, :-1],
+                  problem.b_ub[first])
+        per_exit = (problem.A_eq[:, :, -1], problem.A_ub[:, :, -1], problem.c[:, -1])
+        put = functools.partial(jax.device_put, device=dev)
+        return SharedExits(tuple(put(np.asarray(a, dtype=self.dtype)) for a in scenes)
+                           + (put(starts[scene_of_exit[first]].astype(np.int32)),),
+                           (put(group),) + tuple(put(np.asarray(a, dtype=self.dtype)) for a in per_exit))
 
     def _warm_groups(self, problem):
         """``(phase-1 arrays on the device, group of each LP, last columns of A_eq and A_ub)``
@@ -428,14 +465,15 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
                 y_eq_, y_ub_ = np.asarray(y_eq, np.float64)[group], np.asarray(y_ub, np.float64)[group]
                 keeps = np.einsum("bi,bi->b", last_eq, y_eq_) + np.einsum("bi,bi->b", last_ub, y_ub_) <= 0
                 certified = ~ok & np.asarray(proven)[group] & keeps
-            lean = isinstance(warm, ExitStarts) and self.settings["lean_exits"]
-            return self._warm_then_cold(problem, bounded, arrays, basis, group, ok, certified, y_eq_, y_ub_, lean)
+            shared = warm.shared if isinstance(warm, ExitStarts) else None
+            return self._warm_then_cold(problem, bounded, arrays, basis, group, ok, certified, y_eq_, y_ub_, shared)
 
-    def _warm_then_cold(self, problem, bounded, arrays, basis, group, ok, certified, y_eq_, y_ub_, lean=False):
+    def _warm_then_cold(self, problem, bounded, arrays, basis, group, ok, certified, y_eq_, y_ub_, shared=None):
         """The LPs where ``ok`` from ``basis[group]`` (``one_warm_exit``), then cold those that
         are neither ``ok`` nor ``certified`` (answered infeasible with the duals ``y_eq_``,
-        ``y_ub_``), and the warm ones that did not end optimal (``lean``: the warm ones skip the
-        reinversion rounds, ``lean_exits``); call inside ``precision``."""
+        ``y_ub_``), and the warm ones that did not end optimal; call inside ``precision``. With
+        ``shared`` (``SharedExits``, ``lean_exits``) the warm ones are lean exits from LP-1 whose
+        scenes share their start's factorisation (``one_exit_scene``, ``one_lean_exit``)."""
         import jax.numpy as jnp
 
         warm_at, cold_at = np.flatnonzero(ok), np.flatnonzero(~ok & ~certified)
@@ -444,12 +482,16 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         # every LP from a basis of its own (LP-1's, in order): no rows to gather or to put back
         own = len(warm_at) == B and len(basis) == B and np.array_equal(group, np.arange(B))
         parts = []
-        if len(warm_at):
-            warm_fn = self._jitted("warm-lean", functools.partial(self.one_warm_exit, lean=True)) if lean \
-                else self._jitted("warm", self.one_warm_exit)
+        if len(warm_at) and shared is not None:
+            scenes = self.chunked(self._jitted("exit-scene", self.one_exit_scene), shared.scenes)
+            per_exit = shared.per_exit if own else take(shared.per_exit, (warm_at,) * len(shared.per_exit))
+            lean_fn = self._jitted("exit-lean", self.one_lean_exit, in_axes=(None, 0, 0, 0, 0))
+            parts.append((warm_at, self.chunked(lambda *piece: lean_fn(scenes, *piece), per_exit)))
+        elif len(warm_at):
             starts = [*arrays[:5], basis] if own else \
                 list(take((*arrays[:5], basis), (warm_at,) * 5 + (group[warm_at],)))
-            parts.append((warm_at, self.chunked(warm_fn, starts)))
+            parts.append((warm_at, self.chunked(self._jitted("warm", self.one_warm_exit), starts)))
+        if len(warm_at):
             # a warm start that does not end optimal is solved again cold (never worse than cold)
             cold_at = np.union1d(cold_at, warm_at[np.asarray(parts[0][1][3]) != 3])
             if own and not len(cold_at):  # every LP warm and optimal: its answers are the batch's
@@ -465,12 +507,13 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             out = put(out, where, tuple(values))
         return _jax.import_jax().block_until_ready(out)
 
-    def _jitted(self, key, fn):
-        """``jax.jit(jax.vmap(fn))``, traced with our pivot loop swapped into linrax (cached)."""
+    def _jitted(self, key, fn, in_axes=0):
+        """``jax.jit(jax.vmap(fn, in_axes))``, traced with our pivot loop swapped into linrax
+        (cached by ``key``)."""
         cache = self.__dict__.setdefault("_jitted_fns", {})
         if key not in cache:
             jax = _jax.import_jax()
-            compiled = jax.jit(jax.vmap(fn))
+            compiled = jax.jit(jax.vmap(fn, in_axes=in_axes))
 
             def traced(*args):  # trace (first call per shape) with our loop swapped in
                 with _swapped(_pivot_loop(self.settings)):
@@ -487,6 +530,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
 
     def one_case(self, c, A_eq, b_eq, A_ub, b_ub, P=None, lb=None, bounded=()):
         """One LP through linrax's linprog (our pivot loop), then reinversion, primal and dual."""
+        import jax.numpy as jnp
         from linrax import optim
 
         s = self.settings
@@ -494,8 +538,8 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         H, A_eq_s, b_eq_s = self._spread(c, A_eq, b_eq)
         linprog = getattr(optim.linprog, "__wrapped__", optim.linprog)
         sol, kind = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq_s, b_eq=b_eq_s, primal_tol=tol, dual_tol=tol)
-        return self._finish(c, A_eq_s, b_eq_s, A_ub, b_ub, H, sol.basis, sol.tableau, kind.feasible[0],
-                            kind.bounded[0], sol.x)
+        form = standard_form(jnp, c, A_eq_s, b_eq_s, A_ub, b_ub)  # linrax's standard form, rebuilt
+        return self._finish(form, b_eq.shape[0], H, sol.basis, sol.tableau, kind.feasible[0], kind.bounded[0], sol.x)
 
     def one_phase1(self, c, A_eq, b_eq, A_ub, b_ub):
         """Phase 1 of one LP (the part a group of LPs shares, ``warm_exits``): ``(basis,
@@ -516,27 +560,79 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         m_eq = b_eq.shape[0]
         return sol.basis, feasible, small.matmul(H, y[:m_eq]), y[m_eq:], proven
 
-    def one_warm_exit(self, c, A_eq, b_eq, A_ub, b_ub, basis, lean=False):
+    def one_warm_exit(self, c, A_eq, b_eq, A_ub, b_ub, basis):
         """One exit LP from ``basis``: the phase-1 basis of its scene (``one_phase1`` without
         the ``t`` column; column ``j >= k`` is column ``j + 1`` here), feasible at ``t = 0``
         for every direction. The tableau is built fresh from it, dual pivots repair float
-        noise, and phase 2 runs at linrax's tolerance before the reinversion rounds (none with
-        ``lean``: ``lean_exits``, for starts from LP-1): no phase 1."""
+        noise, and phase 2 runs at linrax's tolerance before the reinversion rounds: no phase 1.
+        (Lean exits from LP-1 share that tableau per scene instead: ``one_exit_scene``.)"""
         import jax.numpy as jnp
-
-        import jax
 
         k = c.shape[0] - 1
         H, A_eq_s, b_eq_s = self._spread(c, A_eq, b_eq)
         form = standard_form(jnp, c, A_eq_s, b_eq_s, A_ub, b_ub)
-        basis = basis.astype(jax.dtypes.canonicalize_dtype(jnp.int64))  # the pivots' index type (int64 with x64)
-        basis = jnp.where(basis >= k, basis + 1, basis)
+        basis = _with_t(basis, k)
         # the first round builds the tableau of ``basis`` fresh; the one given here is read only
         # where that one is not finite, and then the start proves nothing (not optimal: solved
         # cold), so no second factorisation is spent on it
         tableau = jnp.zeros((form.A_full.shape[0] + 1, form.c_std.shape[0] + 1), c.dtype)
-        return self._finish(c, A_eq_s, b_eq_s, A_ub, b_ub, H, basis, tableau, jnp.asarray(True),
-                            jnp.asarray(True), None, warm=True, lean=lean)
+        return self._finish(form, b_eq.shape[0], H, basis, tableau, jnp.asarray(True), jnp.asarray(True), None,
+                            warm=True)
+
+    def one_exit_scene(self, c, A_eq, b_eq, A_ub, b_ub, basis):
+        """What a scene's lean exits from LP-1 share (``lean_exits``): the exit LP without its
+        ``t`` column (``c`` (k,), ``A_eq`` (d, k), ``b_eq`` (d,), ``A_ub`` (1+L, k), ``b_ub``
+        (1+L,): equal for every direction of the scene) and its start ``basis`` (d+1+L,) in that
+        LP's columns. Returns ``(H, A_full, b_std, flip, c_std, B_inv, y, fresh, basis)``: the
+        spread, the standard form of that LP, ``B^-1`` of the basis, ``y = c_B B^-1`` and its
+        fresh phase-2 tableau (``_fresh_tableau``): one factorisation per scene instead of one
+        per exit."""
+        import jax.numpy as jnp
+
+        H, A_eq_s, b_eq_s = self._spread(c, A_eq, b_eq)
+        form = standard_form(jnp, c, A_eq_s, b_eq_s, A_ub, b_ub)
+        basis = _index_type(basis)
+        B_inv = small.inv(form.A_full[:, basis])
+        fresh, y = self._fresh_tableau(form, basis, form.b_std.shape[0], B_inv=B_inv)
+        return H, form.A_full, form.b_std, form.flip, form.c_std, B_inv, y, fresh, basis
+
+    def one_lean_exit(self, scene, group, t_eq, t_ub, c_t):
+        """One exit LP from LP-1's basis, lean (``lean_exits``): ``scene`` holds
+        ``one_exit_scene``'s outputs for every group of exits (unbatched), ``group`` this exit's
+        row there; ``t_eq`` (d,), ``t_ub`` (1+L,) and ``c_t`` () are its ``t`` column of
+        ``A_eq``, ``A_ub`` and its cost. Its fresh tableau is the scene's with the ``t`` column
+        ``B^-1 a_t`` (and reduced cost ``c_t - y a_t``) put in at ``k``; phase 2 and the small
+        witness follow as for any lean exit (``_finish``)."""
+        import jax.numpy as jnp
+
+        H, form, fresh, basis, columns = self.lean_exit_start(scene, group, t_eq, t_ub, c_t)
+        return self._finish(form, t_eq.shape[0], H, basis, jnp.zeros_like(fresh), jnp.asarray(True),
+                            jnp.asarray(True), None, warm=True, lean=True, fresh=fresh, columns=columns)
+
+    @staticmethod
+    def lean_exit_start(scene, group, t_eq, t_ub, c_t):
+        """``(H, form, fresh, basis, columns)`` of one lean exit (``one_lean_exit``'s arguments):
+        its spread, standard form (without ``A_full``), fresh phase-2 tableau, start basis in
+        its own columns, and ``columns(basis)``, its ``A_full[:, basis]``. The ``t`` column is
+        spread and multiplied as that column of the whole exit LP's products
+        (``matmul_column``): the tableau ``_fresh_tableau`` builds from the exit LP itself, by
+        the same operations."""
+        import jax.numpy as jnp
+
+        H, A_full, b_std, flip, c_std, B_inv, y, fresh, basis = (a[group] for a in scene)
+        k = fresh.shape[1] - 1 - t_ub.shape[0]  # the t column: after lam (k), before the slacks
+        a_t = flip * jnp.concatenate([small.matmul_column(H, t_eq, k + 1), t_ub])
+        reduced = c_t - small.vecmat(y, a_t[:, None])[0]
+        t_col = jnp.concatenate([small.matmul_column(B_inv, a_t, fresh.shape[1] + 1), reduced[None]])
+        fresh = jnp.concatenate([fresh[:, :k], t_col[:, None], fresh[:, k:]], axis=1)
+        basis = jnp.where(basis >= k, basis + 1, basis)
+        form = StandardForm(None, b_std, flip, jnp.concatenate([c_std[:k], c_t[None], c_std[k:]]))
+
+        def columns(basis):  # A_full[:, basis] of the exit LP: the scene's columns, a_t at k
+            at = jnp.where(basis > k, basis - 1, basis)
+            return jnp.where(basis == k, a_t[:, None], A_full[:, at])
+
+        return H, form, fresh, basis, columns
 
     def _spread(self, c, A_eq, b_eq):
         """``(H, H A_eq, H b_eq)`` (``spread``; ``H = I`` when off or without equality rows)."""
@@ -547,48 +643,53 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         return H, small.matmul(H, A_eq), small.matmul(H, b_eq)
 
     @staticmethod
-    def _fresh_tableau(form, c, basis, m):
-        """The phase-2 tableau of ``basis`` computed fresh: ``B^-1 [A b]`` and the reduced costs."""
+    def _fresh_tableau(form, basis, m, B_inv=None):
+        """The phase-2 tableau of ``basis`` computed fresh: ``B^-1 [A b]`` and the reduced costs
+        (``B_inv`` given: also ``y = c_B B^-1``, as ``(tableau, y)``)."""
         import jax.numpy as jnp
 
         A_full, b_std, _flip, c_std = form
         A_std = A_full[:, :c_std.shape[0]]
-        B_inv = small.inv(A_full[:, basis])  # one factorisation
+        given = B_inv is not None
+        B_inv = small.inv(A_full[:, basis]) if B_inv is None else B_inv  # one factorisation
         body = small.matmul(B_inv, jnp.concatenate([A_std, b_std[:, None]], axis=1))
-        c_B = jnp.concatenate([c_std, jnp.zeros(m, c.dtype)])[basis]
+        c_B = jnp.concatenate([c_std, jnp.zeros(m, c_std.dtype)])[basis]
         y_ = small.vecmat(c_B, B_inv)
         cost = jnp.concatenate([c_std - small.vecmat(y_, A_std), -jnp.sum(b_std * y_)[None]])
-        return jnp.concatenate([body, cost[None, :]], axis=0)
+        tableau = jnp.concatenate([body, cost[None, :]], axis=0)
+        return (tableau, y_) if given else tableau
 
-    def _finish(self, c, A_eq_s, b_eq_s, A_ub, b_ub, H, basis, tableau, feasible, bounded, sol_x, warm=False,
-                lean=False):
+    def _finish(self, form, m_eq, H, basis, tableau, feasible, bounded, sol_x, warm=False, lean=False, fresh=None,
+                columns=None):
         """From a basis and its tableau: reinversion rounds, small witness, primal, duals and
-        the status code (``one_case``'s second half; ``warm``: a first round, from the fresh
-        tableau of the warm basis with linrax's phase-2 tolerance, is phase 2; ``lean``: no
-        reinversion rounds after it, and the small witness at ``pivot_tol`` from its tableau)."""
+        the status code (``one_case``'s second half). ``form`` is the LP's standard form (its
+        ``A_full`` may be None when ``fresh`` and ``columns`` are given), ``m_eq`` its equality
+        rows (spread by ``H``). ``warm``: a first round, from the fresh tableau of the warm
+        basis (``fresh`` when given, else computed from ``form``) with linrax's phase-2
+        tolerance, is phase 2; ``lean``: no reinversion rounds after it, and the small witness
+        at ``pivot_tol`` from its tableau. ``columns(basis)`` gives ``A_full[:, basis]`` (by
+        default read off ``form``). Without ``form.A_full`` a start that is not feasible ends
+        code 2, not optimal (no Farkas check)."""
         import jax
         import jax.numpy as jnp
-        from linrax import optim
 
         s = self.settings
         tol = s["pivot_tol"]
-        m_eq, m_ub, n = b_eq_s.shape[0], b_ub.shape[0], c.shape[0]
-        form = standard_form(jnp, c, A_eq_s, b_eq_s, A_ub, b_ub)  # linrax's standard form, rebuilt
         A_full, b_std, flip, c_std = form
-        m = m_eq + m_ub
-        n_std = n + m_ub
-        A_std = A_full[:, :n_std]
+        m, n_std = b_std.shape[0], c_std.shape[0]
+        n = n_std - (m - m_eq)
+        columns = columns or (lambda basis: A_full[:, basis])
         rounds = int(s["reinversions"]) if s["reinvert"] and not lean else 0
         opt_tol = tol / 100 if rounds else tol
         loop = _pivot_loop(s, opt_tol, dantzig=s["dantzig"])
         dual = _dual_loop(int(s["max_pivots"]) if s["cap"] else 10_000, tol, tol / 100)
         coarse = _pivot_loop(s, dantzig=s["dantzig"])  # linrax's phase-2 tolerance: the warm start's phase 2
 
-        def one_round(pivots, basis, tableau, bounded):
-            """Rebuild the tableau of ``basis`` fresh, repair it by dual pivots, continue by
-            ``pivots``; returns the new basis, tableau and boundedness, and whether the fresh
-            tableau was finite."""
-            fresh = self._fresh_tableau(form, c, basis, m)
+        def one_round(pivots, basis, tableau, bounded, fresh=None):
+            """Rebuild the tableau of ``basis`` fresh (or take ``fresh``, that tableau), repair
+            it by dual pivots, continue by ``pivots``; returns the new basis, tableau and
+            boundedness, and whether the fresh tableau was finite."""
+            fresh = self._fresh_tableau(form, basis, m) if fresh is None else fresh
             # an 'unbounded' ray is re-examined on the fresh tableau too, but only a finite one:
             # linrax may have pivoted a ray column with no entry into the basis (x = inf), whose
             # singular basis gives no tableau to re-examine; its 'unbounded' then stands
@@ -597,14 +698,14 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             fixed, basis_fixed, stuck = dual(fresh, basis)
             tableau = jnp.where(go, fixed, tableau)
             basis = jnp.where(go, basis_fixed, basis)
-            x0 = jnp.zeros(n_std, c.dtype).at[basis].set(tableau[:m, -1], mode="drop")
-            st = optim.SimplexSolutionType((go & ~stuck).reshape(1), jnp.array([True]))
-            step, st = pivots(optim.SimplexStep(tableau, basis, x0), st, 1, tol)
+            x0 = jnp.zeros(n_std, b_std.dtype).at[basis].set(tableau[:m, -1], mode="drop")
+            st = _solution_type(go & ~stuck)
+            step, st = pivots(_step(tableau, basis, x0), st, 1, tol)
             return (jnp.where(go, step.basis, basis), jnp.where(go, step.tableau, tableau),
                     jnp.where(go & ~stuck, st.bounded[0], bounded), finite)
 
         if warm:  # the first round is phase 2, at linrax's tolerance
-            basis, tableau, bounded, finite = one_round(coarse, basis, tableau, bounded)
+            basis, tableau, bounded, finite = one_round(coarse, basis, tableau, bounded, fresh)
             feasible = feasible & finite  # a warm start that finds no finite tableau proves nothing: not optimal
         if rounds:
             # the reinversion rounds; a round that leaves the basis as it found it would be
@@ -623,25 +724,26 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             _, _, basis, tableau, bounded = jax.lax.while_loop(again, reinversion, state)
         optimal = feasible & bounded & ~loop.improvable(tableau, basis, tol) & ~jnp.any(tableau[:m, -1] < -tol)
         if s["small_witness"]:
-            basis, tableau = self._small_witness(loop, A_full, A_std, b_std, basis, tableau, optimal, n, opt_tol, tol,
-                                                 reuse=lean)
-        B = A_full[:, basis]  # the final basis: primal (recompute) and dual, by solves (more accurate than inv)
+            basis, tableau = self._small_witness(loop, form, basis, tableau, optimal, n, opt_tol, tol, reuse=lean)
+        B = columns(basis)  # the final basis: primal (recompute) and dual, by solves (more accurate than inv)
         if s["recompute"]:
-            x = jnp.zeros(n_std + m, c.dtype).at[basis].set(small.solve(B, b_std))[:n]
+            x = jnp.zeros(n_std + m, b_std.dtype).at[basis].set(small.solve(B, b_std))[:n]
         elif rounds or s["small_witness"] or sol_x is None:
-            x = jnp.zeros(n_std + m, c.dtype).at[basis].set(tableau[:m, -1])[:n]
+            x = jnp.zeros(n_std + m, b_std.dtype).at[basis].set(tableau[:m, -1])[:n]
         else:
             x = sol_x[:n]
-        y, phase1 = basis_duals(jnp, form, basis, feasible, solve=small.solve)
-        # infeasible only when phase 1 ended optimal; a phase 1 stopped by the cap is MAX_ITER
-        phase1_done = ~jnp.any(phase1 - small.vecmat(flip * y, A_full) < -tol)
+        y, phase1 = basis_duals(jnp, form, basis, feasible, solve=small.solve, B=B)
+        if A_full is None:  # no Farkas check without the matrix: a start that is not feasible is not optimal
+            phase1_done = jnp.asarray(False)
+        else:  # infeasible only when phase 1 ended optimal; a phase 1 stopped by the cap is MAX_ITER
+            phase1_done = ~jnp.any(phase1 - small.vecmat(flip * y, A_full) < -tol)
         y_eq = small.matmul(H, y[:m_eq])  # H is symmetric: y = H^T y' = H y'
         code = jnp.where(~feasible, jnp.where(phase1_done, 0, 2),
                          jnp.where(~bounded, 1, jnp.where(optimal, 3, 2))).astype(jnp.int32)
         return x, y_eq, y[m_eq:], code, jnp.int32(-1), basis.astype(jnp.int32)
 
     @staticmethod
-    def _small_witness(loop, A_full, A_std, b_std, basis, tableau, optimal, n, opt_tol, tol, reuse=False):
+    def _small_witness(loop, form, basis, tableau, optimal, n, opt_tol, tol, reuse=False):
         """From an optimal basis, primal pivots on the secondary cost ``sum(x[:n])`` with every
         column of positive main reduced cost (last row of ``tableau``) barred from entering;
         returns the new basis and its tableau (unchanged when the phase does not apply). The
@@ -649,30 +751,31 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         of ``tableau`` (a phase-2 tableau, ``n_std + 1`` columns: a lean exit's, fresh a few
         pivots before)."""
         import jax.numpy as jnp
-        from linrax import optim
 
-        m, n_std = A_std.shape
+        m, n_std = form.b_std.shape[0], form.c_std.shape[0]
+        dtype = form.b_std.dtype
         reduced = tableau[-1, :-1]
-        e = jnp.concatenate([jnp.ones(n, A_std.dtype), jnp.zeros(n_std - n, A_std.dtype)])
-        e_B = jnp.concatenate([e, jnp.zeros(m, A_std.dtype)])[basis]
+        e = jnp.concatenate([jnp.ones(n, dtype), jnp.zeros(n_std - n, dtype)])
+        e_B = jnp.concatenate([e, jnp.zeros(m, dtype)])[basis]
         if reuse:  # the tableau's own body: B^-1 [A_std b] as pivoted (no second factorisation)
             body = jnp.concatenate([tableau[:m, :n_std], tableau[:m, -1:]], axis=1)
             secondary = e - small.vecmat(e_B, body[:, :n_std])
             const = jnp.sum(e_B * body[:, -1])
         else:
+            A_full, b_std = form.A_full, form.b_std
+            A_std = A_full[:, :n_std]
             B_inv = small.inv(A_full[:, basis])
             body = small.matmul(B_inv, jnp.concatenate([A_std, b_std[:, None]], axis=1))
             w = small.vecmat(e_B, B_inv)
             secondary = e - small.vecmat(w, A_std)
             const = jnp.sum(b_std * w)
         barred = reduced > opt_tol  # entering these would raise the main objective
-        secondary = jnp.where(barred, jnp.asarray(1e20, A_std.dtype), secondary)
+        secondary = jnp.where(barred, jnp.asarray(1e20, dtype), secondary)
         cost = jnp.concatenate([secondary, -const[None]])
         tableau_2 = jnp.concatenate([body, cost[None, :]], axis=0)
-        x0 = jnp.zeros(n_std, A_std.dtype).at[basis].set(body[:, -1], mode="drop")
+        x0 = jnp.zeros(n_std, dtype).at[basis].set(body[:, -1], mode="drop")
         feasible_basis = optimal & ~jnp.any(body[:, -1] < -tol)
-        st = optim.SimplexSolutionType(feasible_basis.reshape(1), jnp.array([True]))
-        step, st = loop(optim.SimplexStep(tableau_2, basis, x0), st, 1, tol)
+        step, st = loop(_step(tableau_2, basis, x0), _solution_type(feasible_basis), 1, tol)
         keep = feasible_basis & st.bounded[0] & ~jnp.any(step.tableau[:m, -1] < -tol)
         return jnp.where(keep, step.basis, basis), jnp.where(keep, step.tableau, tableau)
 
@@ -684,13 +787,26 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         return table[code], CodedText(code, names)
 
 
+class SharedExits(NamedTuple):
+    """Exit LPs from LP-1 in groups that share their start (``lean_exits``; built by
+    ``_shared_exits``), on the device: ``scenes``, per group (G rows) the exit LP without its
+    ``t`` column and the start basis, ``(c (G, k), A_eq (G, d, k), b_eq (G, d), A_ub (G, 1+L,
+    k), b_ub (G, 1+L), basis (G, d+1+L))``; ``per_exit``, per exit LP (B rows), ``(group (B,),
+    t column of A_eq (B, d), of A_ub (B, 1+L), cost of t (B,))``."""
+
+    scenes: tuple
+    per_exit: tuple
+
+
 class ExitStarts(NamedTuple):
     """Starting bases of exit LPs handed over from LP-1 (``prepare_exits_from``): ``basis``
     (B, d + 1 + L) on the device, in the column order of the exit LP without its ``t``
-    column (``one_warm_exit``'s), and ``usable`` (B,) host bools: where it is a start."""
+    column (``one_warm_exit``'s), ``usable`` (B,) host bools: where it is a start, and
+    ``shared`` (``SharedExits``, with ``lean_exits``; else None)."""
 
     basis: object
     usable: np.ndarray
+    shared: SharedExits | None = None
 
 
 def exit_starts(lp1_basis: np.ndarray, optimal: np.ndarray, k: int, d: int, limits: int):
@@ -721,6 +837,37 @@ def _index_ops():
     take = jax.jit(lambda arrays, indices: tuple(jnp.take(a, i, axis=0) for a, i in zip(arrays, indices)))
     put = jax.jit(lambda outs, where, values: tuple(o.at[where].set(v) for o, v in zip(outs, values)))
     return take, put
+
+
+def _index_type(basis):
+    """``basis`` in the pivots' index type (int64 with x64, else int32)."""
+    import jax
+    import jax.numpy as jnp
+
+    return basis.astype(jax.dtypes.canonicalize_dtype(jnp.int64))
+
+
+def _with_t(basis, k: int):
+    """An exit start ``basis`` in the columns of the exit LP without ``t`` as the exit LP's
+    (column ``j >= k`` is ``j + 1``), in the pivots' index type."""
+    import jax.numpy as jnp
+
+    basis = _index_type(basis)
+    return jnp.where(basis >= k, basis + 1, basis)
+
+
+def _step(tableau, basis, x):
+    from linrax.optim import SimplexStep
+
+    return SimplexStep(tableau, basis, x)
+
+
+def _solution_type(feasible):
+    """linrax's ``SimplexSolutionType`` of one LP: ``feasible`` (a traced bool), bounded."""
+    import jax.numpy as jnp
+    from linrax.optim import SimplexSolutionType
+
+    return SimplexSolutionType(feasible.reshape(1), jnp.array([True]))
 
 
 def _old_exit_cap(problem):

@@ -153,11 +153,77 @@ def test_exits_each_from_its_own_lp1_basis_skip_the_gather_and_answer_as_gathere
     with _jax.precision("float32"):  # the same starts through the gather: a basis table longer than the batch
         gathered = adapter._warm_then_cold(problem, bounded, arrays, jnp.concatenate([warm.basis, warm.basis]),
                                            np.arange(B), warm.usable, np.zeros(B, bool),
-                                           np.zeros((B, problem.m_eq)), np.zeros((B, problem.m_ub)), lean=True)
+                                           np.zeros((B, problem.m_eq)), np.zeros((B, problem.m_ub)), warm.shared)
     assert gathers == [1]
     for got, expected in zip(fast, gathered, strict=True):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
         assert np.asarray(got).dtype == np.asarray(expected).dtype
+
+
+@needs_hold
+@pytest.mark.parametrize("family, n", [("planar-box", 24), ("cube-3d", 8)])
+def test_lean_exits_factor_each_scene_once_and_start_from_their_own_fresh_tableau(family, n):
+    """A scene's lean exits share one factorisation of its LP-1 start (``one_exit_scene``: one
+    group per supported scene, its 2d exits in a row), and each exit's start, the scene's
+    tableau with its ``t`` column put in, is the tableau built fresh from the exit LP itself
+    (``_fresh_tableau``), its basis the mapped one (float64, so only rounding differs)."""
+    import jax
+    import jax.numpy as jnp
+
+    from solvers import _jax
+    from solvers import linrax_hold_ as hold_module
+
+    scenes = _scenes(family, n)
+    adapter = solvers.get("linrax-hold", dtype="float64")
+    raw, held = _lp1_raw_and_held(adapter, scenes)
+    _, prepared = prepare_exits(adapter, scenes, held, raw, ("a",) * scenes.d)
+    problem, (_bounded, arrays, warm) = prepared
+    group = np.asarray(warm.shared.per_exit[0])
+    np.testing.assert_array_equal(group, np.repeat(np.arange(len(held)), 2 * scenes.d))
+    padded = len(warm.shared.scenes[0])  # the groups, padded to the exits' piece size by the last one
+    assert padded >= len(held) and padded % _jax.piece_size(len(group), adapter.settings["chunk"]) == 0
+    for part in warm.shared.scenes:
+        np.testing.assert_array_equal(np.asarray(part)[len(held):], np.asarray(part)[[len(held) - 1] * (padded - len(held))])
+    k = problem.n - 1
+
+    def own(c, A_eq, b_eq, A_ub, b_ub, basis):  # the exit LP's own fresh tableau, built per exit
+        H, A_eq_s, b_eq_s = adapter._spread(c, A_eq, b_eq)
+        form = standard_form(jnp, c, A_eq_s, b_eq_s, A_ub, b_ub)
+        basis = hold_module._with_t(basis, k)
+        return adapter._fresh_tableau(form, basis, form.b_std.shape[0]), basis, form.A_full[:, basis]
+
+    def shared(scene, g, t_eq, t_ub, c_t):
+        _H, _form, fresh, basis, columns = adapter.lean_exit_start(scene, g, t_eq, t_ub, c_t)
+        return fresh, basis, columns(basis)
+
+    with _jax.precision("float64"):
+        scene_out = jax.vmap(adapter.one_exit_scene)(*warm.shared.scenes)
+        expected = jax.vmap(own)(*arrays[:5], warm.basis)
+        got = jax.vmap(shared, in_axes=(None, 0, 0, 0, 0))(scene_out, *warm.shared.per_exit)
+    np.testing.assert_allclose(np.asarray(got[0]), np.asarray(expected[0]), rtol=1e-10, atol=1e-10)
+    np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(expected[1]))
+    np.testing.assert_array_equal(np.asarray(got[2]), np.asarray(expected[2]))
+
+
+@needs_hold
+def test_an_exit_unlike_its_scene_mates_is_a_group_of_its_own_and_answered_for_itself():
+    """Exits share a scene's start only where they are equal but for their ``t`` column: one
+    whose need differs (a caller's own batch) starts its own group and gets its own answer,
+    the one HiGHS gives for it, not its scene-mates'."""
+    scenes = _scenes("planar-box", 24)
+    adapter = solvers.get("linrax-hold", dtype="float64")
+    raw, held = _lp1_raw_and_held(adapter, scenes)
+    exit_batch, _ = prepare_exits(adapter, scenes, held, raw, ("a", "b", "c"))
+    c, A_eq, b_eq, A_ub, b_ub = (np.array(a) for a in exit_batch.arrays())
+    b_eq[2] *= 1.05  # exit 2 (of scene held[0]): a need 5% larger
+    problem = solvers.check_standard_form(c, A_eq, b_eq, A_ub, b_ub, batched=True)
+    prepared = adapter.prepare_exits_from(problem, raw, np.repeat(held, 6))
+    group = np.asarray(prepared[1][2].shared.per_exit[0])
+    np.testing.assert_array_equal(group[:7], [0, 0, 1, 2, 2, 2, 3])  # exits 2 and 3 each start a group
+    solution = adapter.finish(adapter.run(prepared), prepared)
+    highs = solvers.get("highs").solve_batch(c, A_eq, b_eq, A_ub, b_ub)
+    assert np.all(solution.status == Status.OPTIMAL)
+    np.testing.assert_allclose(solution.x[:, -1], highs.x[:, -1], atol=1e-7)
 
 
 @needs_hold

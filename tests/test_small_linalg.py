@@ -153,3 +153,22 @@ def test_a_product_over_no_terms_is_zero():
     np.testing.assert_array_equal(np.asarray(small.matmul(jnp.ones((3, 0)), jnp.ones((0, 4)))), np.zeros((3, 4)))
     np.testing.assert_array_equal(np.asarray(small.matmul(jnp.ones((3, 0)), jnp.ones(0))), np.zeros(3))
     np.testing.assert_array_equal(np.asarray(small.vecmat(jnp.ones(0), jnp.ones((0, 5)))), np.zeros(5))
+
+
+@settings(max_examples=30, deadline=None)
+@given(m=st.integers(1, 8), k=st.integers(1, 8), n=st.integers(1, 140), seed=st.integers(0, 2**31 - 1))
+def test_a_product_column_alone_is_that_column_of_the_whole_product(m, k, n, seed):
+    """``matmul_column(A, X[:, j], n)`` is column ``j`` of ``matmul(A, X)`` to float32 rounding,
+    vmapped over a batch, on both sides of ``ELEMENTWISE_MAX`` (``@`` or the elementwise sum):
+    what lets a scene's lean exits build their tableaux from one shared product
+    (``one_lean_exit``). (Its last bits may differ: XLA:CPU picks kernels by shape.)"""
+    import jax
+
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((64, m, k)).astype(np.float32)
+    X = rng.standard_normal((64, k, n)).astype(np.float32)
+    j = int(rng.integers(n))
+    whole = np.asarray(jax.jit(jax.vmap(small.matmul))(A, X))[:, :, j]
+    alone = np.asarray(jax.jit(jax.vmap(lambda a, x: small.matmul_column(a, x, n)))(A, X[:, :, j]))
+    scale = np.abs(A) @ np.abs(X[:, :, j, None])  # the size of the terms summed
+    np.testing.assert_array_less(np.abs(alone - whole), 4 * k * np.finfo(np.float32).eps * scale[:, :, 0] + 1e-30)
