@@ -53,6 +53,10 @@ Measures (seed 002 §6), each a boolean setting unless stated:
   optimality tolerance is ``pivot_tol``. Measured on seed 002's sets, this is no less often
   right than with the rounds (3D random: 4,508 of 4,584 exits against 4,496) and about a
   third less work (``bench.margins``'s ``with_margins_rounds``). Other LPs keep the rounds.
+  A scene's lean 3D exits also share one factorisation of its start: the exit LP without
+  its ``t`` column is factored once per scene (``one_exit_scene``) and each exit puts its
+  own ``t`` column into that tableau (``one_lean_exit``), instead of each spreading,
+  building the standard form and inverting the same basis again (``_shares_its_start``).
 
 * ``dantzig`` (new here): the pivots that start from a given basis (a warm exit's phase 2,
   the reinversion rounds, the small-witness phase) enter the column of most negative reduced
@@ -304,8 +308,9 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         "small_witness": Option(bool, True, "among optimal vertices, move to one with the smallest sum(x)"),
         "warm_exits": Option(bool, True, "LPs that differ in their last column only (a scene's exit LPs) share "
                                          "one phase 1 and start phase 2 from its basis"),
-        "lean_exits": Option(bool, True, "exits started from LP-1's bases (prepare_exits_from) skip the "
-                                         "reinversion rounds, and their small witness starts from their tableau"),
+        "lean_exits": Option(bool, True, "exits started from LP-1's bases (prepare_exits_from) share their "
+                                         "scene's factorisation, skip the reinversion rounds, and their small "
+                                         "witness starts from their tableau"),
         "dantzig": Option(bool, True, "pivots from a given basis (warm phase 2, reinversion rounds, small witness) "
                                       "enter the most negative reduced cost (off: the lowest index)"),
         "chunk": _jax.JaxBatchedAdapter.chunk_option(1024),
@@ -368,11 +373,11 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         with _jax.precision(self.dtype):
             basis = jax.device_put(starts[scene_of_exit].astype(np.int32), dev)
             shared = self._shared_exits(problem, starts, scene_of_exit, int(np.count_nonzero(usable[scene_of_exit])),
-                                        dev) if self.settings["lean_exits"] else None
+                                        dev)
         return problem, (bounded, placed, ExitStarts(basis, usable[scene_of_exit], shared))
 
     def _shared_exits(self, problem, starts, scene_of_exit, warm: int, dev):
-        """``SharedExits`` of exit LPs started from LP-1's bases ``starts`` (``lean_exits``), of
+        """``SharedExits`` of exit LPs started from LP-1's bases ``starts`` (for ``lean_exits``), of
         which ``warm`` start from one: consecutive exits of one scene that are equal but for
         their ``t`` column and its cost (a scene's directions) form a group, which shares one
         factorisation of the start (``one_exit_scene``). Equal means equal values (one
@@ -465,15 +470,20 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
                 y_eq_, y_ub_ = np.asarray(y_eq, np.float64)[group], np.asarray(y_ub, np.float64)[group]
                 keeps = np.einsum("bi,bi->b", last_eq, y_eq_) + np.einsum("bi,bi->b", last_ub, y_ub_) <= 0
                 certified = ~ok & np.asarray(proven)[group] & keeps
-            shared = warm.shared if isinstance(warm, ExitStarts) else None
-            return self._warm_then_cold(problem, bounded, arrays, basis, group, ok, certified, y_eq_, y_ub_, shared)
+            # lean exits: this adapter's setting decides, whoever prepared the starts
+            lean = isinstance(warm, ExitStarts) and self.settings["lean_exits"]
+            shared = warm.shared if lean and _shares_its_start(problem) else None
+            return self._warm_then_cold(problem, bounded, arrays, basis, group, ok, certified, y_eq_, y_ub_, lean,
+                                        shared)
 
-    def _warm_then_cold(self, problem, bounded, arrays, basis, group, ok, certified, y_eq_, y_ub_, shared=None):
+    def _warm_then_cold(self, problem, bounded, arrays, basis, group, ok, certified, y_eq_, y_ub_, lean=False,
+                        shared=None):
         """The LPs where ``ok`` from ``basis[group]`` (``one_warm_exit``), then cold those that
         are neither ``ok`` nor ``certified`` (answered infeasible with the duals ``y_eq_``,
-        ``y_ub_``), and the warm ones that did not end optimal; call inside ``precision``. With
-        ``shared`` (``SharedExits``, ``lean_exits``) the warm ones are lean exits from LP-1 whose
-        scenes share their start's factorisation (``one_exit_scene``, ``one_lean_exit``)."""
+        ``y_ub_``), and the warm ones that did not end optimal (``lean``: the warm ones skip the
+        reinversion rounds, ``lean_exits``); call inside ``precision``. With ``shared``
+        (``SharedExits``) the lean exits' scenes share their start's factorisation
+        (``one_exit_scene``, ``one_lean_exit``)."""
         import jax.numpy as jnp
 
         warm_at, cold_at = np.flatnonzero(ok), np.flatnonzero(~ok & ~certified)
@@ -488,9 +498,11 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             lean_fn = self._jitted("exit-lean", self.one_lean_exit, in_axes=(None, 0, 0, 0, 0))
             parts.append((warm_at, self.chunked(lambda *piece: lean_fn(scenes, *piece), per_exit)))
         elif len(warm_at):
+            warm_fn = self._jitted("warm-lean", functools.partial(self.one_warm_exit, lean=True)) if lean \
+                else self._jitted("warm", self.one_warm_exit)
             starts = [*arrays[:5], basis] if own else \
                 list(take((*arrays[:5], basis), (warm_at,) * 5 + (group[warm_at],)))
-            parts.append((warm_at, self.chunked(self._jitted("warm", self.one_warm_exit), starts)))
+            parts.append((warm_at, self.chunked(warm_fn, starts)))
         if len(warm_at):
             # a warm start that does not end optimal is solved again cold (never worse than cold)
             cold_at = np.union1d(cold_at, warm_at[np.asarray(parts[0][1][3]) != 3])
@@ -560,12 +572,13 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         m_eq = b_eq.shape[0]
         return sol.basis, feasible, small.matmul(H, y[:m_eq]), y[m_eq:], proven
 
-    def one_warm_exit(self, c, A_eq, b_eq, A_ub, b_ub, basis):
+    def one_warm_exit(self, c, A_eq, b_eq, A_ub, b_ub, basis, lean=False):
         """One exit LP from ``basis``: the phase-1 basis of its scene (``one_phase1`` without
         the ``t`` column; column ``j >= k`` is column ``j + 1`` here), feasible at ``t = 0``
         for every direction. The tableau is built fresh from it, dual pivots repair float
-        noise, and phase 2 runs at linrax's tolerance before the reinversion rounds: no phase 1.
-        (Lean exits from LP-1 share that tableau per scene instead: ``one_exit_scene``.)"""
+        noise, and phase 2 runs at linrax's tolerance before the reinversion rounds (none with
+        ``lean``: ``lean_exits``, for starts from LP-1): no phase 1. (Lean 3D exits share that
+        tableau per scene instead: ``one_exit_scene``.)"""
         import jax.numpy as jnp
 
         k = c.shape[0] - 1
@@ -577,7 +590,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         # cold), so no second factorisation is spent on it
         tableau = jnp.zeros((form.A_full.shape[0] + 1, form.c_std.shape[0] + 1), c.dtype)
         return self._finish(form, b_eq.shape[0], H, basis, tableau, jnp.asarray(True), jnp.asarray(True), None,
-                            warm=True)
+                            warm=True, lean=lean)
 
     def one_exit_scene(self, c, A_eq, b_eq, A_ub, b_ub, basis):
         """What a scene's lean exits from LP-1 share (``lean_exits``): the exit LP without its
@@ -802,7 +815,7 @@ class ExitStarts(NamedTuple):
     """Starting bases of exit LPs handed over from LP-1 (``prepare_exits_from``): ``basis``
     (B, d + 1 + L) on the device, in the column order of the exit LP without its ``t``
     column (``one_warm_exit``'s), ``usable`` (B,) host bools: where it is a start, and
-    ``shared`` (``SharedExits``, with ``lean_exits``; else None)."""
+    ``shared`` (``SharedExits``: what lean exits share, read where ``lean_exits`` is on)."""
 
     basis: object
     usable: np.ndarray
@@ -837,6 +850,16 @@ def _index_ops():
     take = jax.jit(lambda arrays, indices: tuple(jnp.take(a, i, axis=0) for a, i in zip(arrays, indices)))
     put = jax.jit(lambda outs, where, values: tuple(o.at[where].set(v) for o, v in zip(outs, values)))
     return take, put
+
+
+def _shares_its_start(problem) -> bool:
+    """Whether lean exits of ``problem`` (a batch of exit LPs) share their scene's start
+    (``SharedExits``): where a fresh tableau's product ``B^-1 [A b]`` is a library product
+    (more than ``small.ELEMENTWISE_MAX`` entries; a 3D exit's 7 x 131), so that each exit's
+    own factorisation and product cost more than its share of a scene's. A planar exit's
+    elementwise ones cost less than the extra scene pass and gathers (planar near-boundary
+    exits shared: 1.13x the time)."""
+    return (problem.m_eq + problem.m_ub) * (problem.n + problem.m_ub + 1) > small.ELEMENTWISE_MAX
 
 
 def _index_type(basis):

@@ -97,7 +97,9 @@ def test_exits_from_lp1_bases_run_no_phase_1_and_are_as_right_as_the_shared_phas
 def test_lean_exits_trace_no_reinversion_round_and_are_as_right_as_with_the_rounds(family, n, monkeypatch):
     """``lean_exits`` (on by default): exits started from LP-1's bases build no reinversion
     loop (the while loops traced are counted by name), and against HiGHS they are at least
-    as often right as the same starts with the rounds, with no false accept."""
+    as often right as the same starts with the rounds, with no false accept. The running
+    adapter's setting decides, whoever prepared the starts (``bench.margins`` runs the lean
+    adapter's starts with the rounds)."""
     import jax
 
     scenes = _scenes(family, n)
@@ -125,6 +127,12 @@ def test_lean_exits_trace_no_reinversion_round_and_are_as_right_as_with_the_roun
         outcomes[lean] = exit_outcomes(checked["verdict"], checked["exit"], ref["ref_exit"], ref["ref_verdict"])
     assert (outcomes[True] == "correct").sum() >= (outcomes[False] == "correct").sum() >= 0.9 * len(outcomes[True])
     assert "false_accept" not in set(outcomes[True])
+    lean_prepared = prepare_exits(solvers.get("linrax-hold", dtype="float32"), scenes, held, raw, ("a",) * scenes.d)[1]
+    names.clear()
+    monkeypatch.setattr(jax.lax, "while_loop", named)
+    solvers.get("linrax-hold", dtype="float32", lean_exits=False).run(lean_prepared)
+    monkeypatch.undo()
+    assert "reinversion" in names, names
 
 
 @needs_hold
@@ -153,7 +161,7 @@ def test_exits_each_from_its_own_lp1_basis_skip_the_gather_and_answer_as_gathere
     with _jax.precision("float32"):  # the same starts through the gather: a basis table longer than the batch
         gathered = adapter._warm_then_cold(problem, bounded, arrays, jnp.concatenate([warm.basis, warm.basis]),
                                            np.arange(B), warm.usable, np.zeros(B, bool),
-                                           np.zeros((B, problem.m_eq)), np.zeros((B, problem.m_ub)), warm.shared)
+                                           np.zeros((B, problem.m_eq)), np.zeros((B, problem.m_ub)), lean=True)
     assert gathers == [1]
     for got, expected in zip(fast, gathered, strict=True):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
@@ -207,23 +215,32 @@ def test_lean_exits_factor_each_scene_once_and_start_from_their_own_fresh_tablea
 
 @needs_hold
 def test_an_exit_unlike_its_scene_mates_is_a_group_of_its_own_and_answered_for_itself():
-    """Exits share a scene's start only where they are equal but for their ``t`` column: one
-    whose need differs (a caller's own batch) starts its own group and gets its own answer,
-    the one HiGHS gives for it, not its scene-mates'."""
-    scenes = _scenes("planar-box", 24)
+    """Exits share a scene's start only where they are equal but for their ``t`` column (3D
+    exits share, ``_shares_its_start``): one whose need differs (a caller's own batch) starts
+    its own group and gets its own answer, the one HiGHS gives for it, not its scene-mates'."""
+    from solvers.linrax_hold_ import _shares_its_start
+
+    scenes = _scenes("cube-3d", 24)
     adapter = solvers.get("linrax-hold", dtype="float64")
     raw, held = _lp1_raw_and_held(adapter, scenes)
-    exit_batch, _ = prepare_exits(adapter, scenes, held, raw, ("a", "b", "c"))
+    exit_batch, _ = prepare_exits(adapter, scenes, held, raw, ("a",) * 6)
+    highs = solvers.get("highs")
+    before = highs.solve_batch(*exit_batch.arrays()).x[:, -1]
+    # an exit inside its scene's run of 12 whose t is below the cap (so a changed need shows)
+    i = next(i for i in range(len(before)) if 0 < i % 12 < 11 and before[i] < 9)
     c, A_eq, b_eq, A_ub, b_ub = (np.array(a) for a in exit_batch.arrays())
-    b_eq[2] *= 1.05  # exit 2 (of scene held[0]): a need 5% larger
+    b_eq[i] *= 1.05  # a need 5% larger
     problem = solvers.check_standard_form(c, A_eq, b_eq, A_ub, b_ub, batched=True)
-    prepared = adapter.prepare_exits_from(problem, raw, np.repeat(held, 6))
+    assert _shares_its_start(problem)
+    prepared = adapter.prepare_exits_from(problem, raw, np.repeat(held, 12))
     group = np.asarray(prepared[1][2].shared.per_exit[0])
-    np.testing.assert_array_equal(group[:7], [0, 0, 1, 2, 2, 2, 3])  # exits 2 and 3 each start a group
+    assert group[i] == group[i - 1] + 1 and group[i + 1] == group[i] + 1  # exits i and i + 1 each start a group
+    assert group.max() + 1 == len(held) + 2
     solution = adapter.finish(adapter.run(prepared), prepared)
-    highs = solvers.get("highs").solve_batch(c, A_eq, b_eq, A_ub, b_ub)
+    after = highs.solve_batch(c, A_eq, b_eq, A_ub, b_ub).x[:, -1]
     assert np.all(solution.status == Status.OPTIMAL)
-    np.testing.assert_allclose(solution.x[:, -1], highs.x[:, -1], atol=1e-7)
+    np.testing.assert_allclose(solution.x[:, -1], after, atol=1e-7)
+    assert abs(after[i] - before[i]) > 1e-3  # its scene-mates' LP would answer otherwise
 
 
 @needs_hold
