@@ -394,9 +394,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         B = len(problem.c)
         new = np.ones(B, dtype=bool)  # True where an exit starts a group
         new[1:] = scene_of_exit[1:] != scene_of_exit[:-1]
-        for block in (problem.c[:, :-1], problem.b_eq, problem.b_ub, problem.A_eq[:, :, :-1], problem.A_ub[:, :, :-1]):
-            if block[0].size:
-                new[1:] |= np.any(block[1:] != block[:-1], axis=tuple(range(1, block.ndim)))
+        _mark_unlike_neighbours(new, (problem.c[:, :-1], *_but_last_column(problem)))
         first = np.flatnonzero(new)
         group = (np.cumsum(new) - 1).astype(np.int32)
         size = _jax.piece_size(max(warm, 1), int(self.settings.get("chunk") or 0) or max(warm, 1))
@@ -426,13 +424,8 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             return None
         starts = np.zeros(B, dtype=bool)  # True where an LP differs from the one before it
         starts[0] = True
-        # the small right-hand sides first: an LP-1 batch (a scene per LP) is told apart by them
-        # alone, before its matrices are read (no copy of them either: compared in place)
-        for block in (problem.b_eq, problem.b_ub, problem.A_eq[:, :, :-1], problem.A_ub[:, :, :-1]):
-            if block[0].size:
-                starts[1:] |= np.any(block[1:] != block[:-1], axis=tuple(range(1, block.ndim)))
-            if 2 * np.count_nonzero(starts) > B:
-                return None
+        if not _mark_unlike_neighbours(starts, _but_last_column(problem), most=B // 2):
+            return None
         first = np.flatnonzero(starts)
         group = np.cumsum(starts) - 1
         jax = _jax.import_jax()
@@ -638,7 +631,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         reduced = c_t - small.vecmat(y, a_t[:, None])[0]
         t_col = jnp.concatenate([small.matmul_column(B_inv, a_t, fresh.shape[1] + 1), reduced[None]])
         fresh = jnp.concatenate([fresh[:, :k], t_col[:, None], fresh[:, k:]], axis=1)
-        basis = jnp.where(basis >= k, basis + 1, basis)
+        basis = _with_t(basis, k)
         form = StandardForm(None, b_std, flip, jnp.concatenate([c_std[:k], c_t[None], c_std[k:]]))
 
         def columns(basis):  # A_full[:, basis] of the exit LP: the scene's columns, a_t at k
@@ -657,20 +650,18 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
 
     @staticmethod
     def _fresh_tableau(form, basis, m, B_inv=None):
-        """The phase-2 tableau of ``basis`` computed fresh: ``B^-1 [A b]`` and the reduced costs
-        (``B_inv`` given: also ``y = c_B B^-1``, as ``(tableau, y)``)."""
+        """``(tableau, y)``: the phase-2 tableau of ``basis`` computed fresh, ``B^-1 [A b]`` and
+        the reduced costs, and ``y = c_B B^-1`` (``B_inv``: that inverse, when the caller has it)."""
         import jax.numpy as jnp
 
         A_full, b_std, _flip, c_std = form
         A_std = A_full[:, :c_std.shape[0]]
-        given = B_inv is not None
         B_inv = small.inv(A_full[:, basis]) if B_inv is None else B_inv  # one factorisation
         body = small.matmul(B_inv, jnp.concatenate([A_std, b_std[:, None]], axis=1))
         c_B = jnp.concatenate([c_std, jnp.zeros(m, c_std.dtype)])[basis]
         y_ = small.vecmat(c_B, B_inv)
         cost = jnp.concatenate([c_std - small.vecmat(y_, A_std), -jnp.sum(b_std * y_)[None]])
-        tableau = jnp.concatenate([body, cost[None, :]], axis=0)
-        return (tableau, y_) if given else tableau
+        return jnp.concatenate([body, cost[None, :]], axis=0), y_
 
     def _finish(self, form, m_eq, H, basis, tableau, feasible, bounded, sol_x, warm=False, lean=False, fresh=None,
                 columns=None):
@@ -702,7 +693,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             """Rebuild the tableau of ``basis`` fresh (or take ``fresh``, that tableau), repair
             it by dual pivots, continue by ``pivots``; returns the new basis, tableau and
             boundedness, and whether the fresh tableau was finite."""
-            fresh = self._fresh_tableau(form, basis, m) if fresh is None else fresh
+            fresh = self._fresh_tableau(form, basis, m)[0] if fresh is None else fresh
             # an 'unbounded' ray is re-examined on the fresh tableau too, but only a finite one:
             # linrax may have pivoted a ray column with no entry into the basis (x = inf), whose
             # singular basis gives no tableau to re-examine; its 'unbounded' then stands
@@ -850,6 +841,25 @@ def _index_ops():
     take = jax.jit(lambda arrays, indices: tuple(jnp.take(a, i, axis=0) for a, i in zip(arrays, indices)))
     put = jax.jit(lambda outs, where, values: tuple(o.at[where].set(v) for o, v in zip(outs, values)))
     return take, put
+
+
+def _but_last_column(problem):
+    """``(b_eq, b_ub, A_eq, A_ub)`` of a batch, the matrices without their last column (views),
+    the small right-hand sides first: an LP-1 batch (a scene per LP) is told apart by them
+    alone, before its matrices are read."""
+    return problem.b_eq, problem.b_ub, problem.A_eq[:, :, :-1], problem.A_ub[:, :, :-1]
+
+
+def _mark_unlike_neighbours(new: np.ndarray, blocks, most: int | None = None) -> bool:
+    """Set ``new[i]`` where LP ``i`` differs from LP ``i - 1`` in any value of ``blocks``
+    (arrays with the batch axis first, compared in place: no copy, no tolerance). Stops and
+    returns False once more than ``most`` are set; else True."""
+    for block in blocks:
+        if block[0].size:
+            new[1:] |= np.any(block[1:] != block[:-1], axis=tuple(range(1, block.ndim)))
+        if most is not None and np.count_nonzero(new) > most:
+            return False
+    return True
 
 
 def _shares_its_start(problem) -> bool:

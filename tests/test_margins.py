@@ -191,14 +191,15 @@ def test_lean_exits_factor_each_scene_once_and_start_from_their_own_fresh_tablea
     padded = len(warm.shared.scenes[0])  # the groups, padded to the exits' piece size by the last one
     assert padded >= len(held) and padded % _jax.piece_size(len(group), adapter.settings["chunk"]) == 0
     for part in warm.shared.scenes:
-        np.testing.assert_array_equal(np.asarray(part)[len(held):], np.asarray(part)[[len(held) - 1] * (padded - len(held))])
+        part = np.asarray(part)
+        np.testing.assert_array_equal(part[len(held):], part[[len(held) - 1] * (padded - len(held))])
     k = problem.n - 1
 
     def own(c, A_eq, b_eq, A_ub, b_ub, basis):  # the exit LP's own fresh tableau, built per exit
         H, A_eq_s, b_eq_s = adapter._spread(c, A_eq, b_eq)
         form = standard_form(jnp, c, A_eq_s, b_eq_s, A_ub, b_ub)
         basis = hold_module._with_t(basis, k)
-        return adapter._fresh_tableau(form, basis, form.b_std.shape[0]), basis, form.A_full[:, basis]
+        return adapter._fresh_tableau(form, basis, form.b_std.shape[0])[0], basis, form.A_full[:, basis]
 
     def shared(scene, g, t_eq, t_ub, c_t):
         _H, _form, fresh, basis, columns = adapter.lean_exit_start(scene, g, t_eq, t_ub, c_t)
