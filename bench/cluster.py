@@ -55,6 +55,8 @@ DASK_CONFIG = {
     # a worker holds only the cells it runs (one per thread), not a queue of them: a cell
     # waits at the scheduler, so a worker that dies takes only its running cell along
     "distributed.scheduler.worker-saturation": 1.0,
+    # every worker runs ``dask_setup`` below when it starts (quiet shutdown)
+    "distributed.worker.preload": ["bench.cluster"],
 }
 
 
@@ -152,6 +154,34 @@ def embedded(workers: int = 1, resources: dict[str, float] | None = None):
 
 
 # ------------------------------------------------------------------ worker side
+#: how a Dask worker's heartbeat failure begins (``distributed.worker``, logged at ERROR)
+HEARTBEAT_FAILURE = "Failed to communicate with scheduler during heartbeat"
+
+
+class ClosingHeartbeatFilter(logging.Filter):
+    """Drops a worker's heartbeat-failure record (``HEARTBEAT_FAILURE``, with its traceback)
+    while that worker is closing: a heartbeat still waiting for the scheduler when the worker
+    closes its own connections fails, and Dask logs it at ERROR (dask/distributed#7192). It
+    said nothing about the run, yet it put a traceback after the run's own last words. A
+    heartbeat that fails while the worker runs is kept, and so is every other record."""
+
+    def __init__(self, worker):
+        super().__init__()
+        self.worker = worker
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from distributed.core import Status
+
+        closing = self.worker.status in (Status.closing, Status.closing_gracefully, Status.closed)
+        return not (closing and str(record.msg).startswith(HEARTBEAT_FAILURE))
+
+
+def dask_setup(worker) -> None:
+    """Dask's preload hook (``distributed.worker.preload`` in ``DASK_CONFIG``), run by every
+    worker as it starts: its logger ``distributed.worker`` gets a ``ClosingHeartbeatFilter``."""
+    logging.getLogger("distributed.worker").addFilter(ClosingHeartbeatFilter(worker))
+
+
 def _worker_pool():
     """This Dask worker's pool of supervised cell processes (one per dtype), kept on the
     worker object so that imports and JAX start-up are paid once per worker."""
@@ -371,6 +401,15 @@ def dask_environment(config: dict | None = None) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------ HPC clusters
+def shell_export(name: str, value: str) -> str:
+    """``export NAME="value"``, a line of a job script: inside the double quotes the shell
+    neither splits nor globs the value (``['bench.cluster']`` arrives as written, quotes
+    and brackets included), while ``$VAR`` and ``${VAR:-default}`` still expand. ``\\``,
+    ``"`` and backticks in ``value`` are escaped."""
+    escaped = "".join("\\" + ch if ch in '\\"`' else ch for ch in value)
+    return f'export {name}="{escaped}"'
+
+
 def slurm_cluster(jobs: int, cores: int, memory: str, gpus: int = 0, walltime: str = "01:00:00",
                   queue: str | None = None, account: str | None = None, python: str | None = None,
                   env: dict[str, str] | None = None):
@@ -385,7 +424,7 @@ def slurm_cluster(jobs: int, cores: int, memory: str, gpus: int = 0, walltime: s
     if jobs < 1 or cores < 1 or gpus < 0:
         raise ProblemError(f"--jobs, --cores: expected >= 1 and --gpus >= 0, got {jobs}, {cores}, {gpus}")
     processes = gpus if gpus else cores
-    prologue = [f"export {key}={value}" for key, value in sorted({
+    prologue = [shell_export(key, value) for key, value in sorted({
         **dask_environment(), "CONTACTBENCH_CACHE": "${TMPDIR:-/tmp}/contactbench-cache", **(env or {})}.items())]
     extra_directives = [f"--gres=gpu:{gpus}"] if gpus else []
     worker_args = ["--nthreads", "1"] + (["--resources", "GPU=1"] if gpus else [])  # (the last --nthreads wins)

@@ -66,11 +66,12 @@ def test_references_fill_each_problem_set_once(tmp_path):
         assert len(entry.answers.result()) == 8
 
 
-def test_dask_settings_are_defined_once_for_every_kind_of_cluster():
+def test_dask_settings_are_defined_once_for_every_kind_of_cluster(tmp_path):
     """``DASK_CONFIG`` is the embedded cluster's setting and, as ``dask_environment``, what a
     SLURM job exports: a worker started there reads back every key, worker-saturation too."""
     import json
     import os
+    import shlex
     import subprocess
     import sys
 
@@ -83,5 +84,17 @@ def test_dask_settings_are_defined_once_for_every_kind_of_cluster():
     assert json.loads(out.stdout.strip().splitlines()[-1]) == {k: cluster.DASK_CONFIG[k] for k in keys}
     pytest.importorskip("dask_jobqueue")
     job = cluster.slurm_cluster(jobs=1, cores=2, memory="4GB").job_script()
+    exports = [line for line in job.splitlines() if line.startswith("export ")]
     for name, value in cluster.dask_environment().items():
-        assert f"export {name}={value}" in job
+        assert cluster.shell_export(name, value) in exports
+    # the job's exports, run by bash where files could match a glob's brackets, give a worker
+    # the same settings (unquoted, ['bench.cluster'] arrived as [bench.cluster] or as "b")
+    for bait in ("b", "e", "1"):
+        (tmp_path / bait).write_text("")
+    program = "\n".join([*exports, 'echo "$CONTACTBENCH_CACHE"', f"exec {sys.executable} -c {shlex.quote(script)}"])
+    out = subprocess.run(["bash", "-c", program], env={**os.environ, "TMPDIR": str(tmp_path)},
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    *_, cache, settings = out.stdout.strip().splitlines()
+    assert json.loads(settings) == {k: cluster.DASK_CONFIG[k] for k in keys}
+    assert cache == f"{tmp_path}/contactbench-cache"  # ${TMPDIR:-/tmp} still expands on the node
