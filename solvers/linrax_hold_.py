@@ -53,10 +53,11 @@ Measures (seed 002 §6), each a boolean setting unless stated:
   optimality tolerance is ``pivot_tol``. Measured on seed 002's sets, this is no less often
   right than with the rounds (3D random: 4,508 of 4,584 exits against 4,496) and about a
   third less work (``bench.margins``'s ``with_margins_rounds``). Other LPs keep the rounds.
-  A scene's lean 3D exits also share one factorisation of its start: the exit LP without
-  its ``t`` column is factored once per scene (``one_exit_scene``) and each exit puts its
-  own ``t`` column into that tableau (``one_lean_exit``), instead of each spreading,
-  building the standard form and inverting the same basis again (``_shares_its_start``).
+  A scene's lean exits also share one factorisation of its start: the exit LP without its
+  ``t`` column is factored once per scene (``one_exit_scene``) and each exit puts its own
+  ``t`` column into that tableau (``one_lean_exit``), instead of each spreading, building
+  the standard form and inverting the same basis again (``_pads_its_scenes`` says where the
+  scenes are padded to the exits' piece size so that the answers stay the per-exit ones).
 
 * ``dantzig`` (new here): the pivots that start from a given basis (a warm exit's phase 2,
   the reinversion rounds, the small-witness phase) enter the column of most negative reduced
@@ -384,12 +385,13 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         comparison of each LP with the one before it, no tolerance), so an exit that differs
         is a group of its own.
 
-        The groups are padded (the last one repeated) to a multiple of the warm exits' piece
-        size: XLA:CPU picks the kernels of a batched reduction or product by batch size (the
-        3D Householder spread's bits changed between 512 and 768 cases), and at the exits' own
-        size the answers on seed 002's four sets were the per-exit tableaux', bit for bit (48 of
-        48 output arrays; unpadded, 3 fewer of 4,584 3D random exits were right). It also
-        compiles no program shape the exits do not."""
+        Where ``_pads_its_scenes`` (3D), the groups are padded (the last one repeated) to a
+        multiple of the warm exits' piece size: XLA:CPU picks the kernels of a batched
+        reduction or product by batch size (the 3D Householder spread's bits changed between
+        512 and 768 cases), and at the exits' own size the answers on seed 002's four sets were
+        the per-exit tableaux', bit for bit (48 of 48 output arrays; unpadded, 3 fewer of 4,584
+        3D random exits were right). Planar scenes are not padded: their products are
+        elementwise, with the same bits at any batch size."""
         jax = _jax.import_jax()
         B = len(problem.c)
         new = np.ones(B, dtype=bool)  # True where an exit starts a group
@@ -397,7 +399,8 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         _mark_unlike_neighbours(new, (problem.c[:, :-1], *_but_last_column(problem)))
         first = np.flatnonzero(new)
         group = (np.cumsum(new) - 1).astype(np.int32)
-        size = _jax.piece_size(max(warm, 1), int(self.settings.get("chunk") or 0) or max(warm, 1))
+        size = _jax.piece_size(max(warm, 1), int(self.settings.get("chunk") or 0) or max(warm, 1)) \
+            if _pads_its_scenes(problem) else 1
         if len(first) % size:
             first = np.concatenate([first, np.full(size - len(first) % size, first[-1])])
         scenes = (problem.c[first, :-1], problem.A_eq[first, :, :-1], problem.b_eq[first], problem.A_ub[first, :, :-1],
@@ -465,17 +468,15 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
                 certified = ~ok & np.asarray(proven)[group] & keeps
             # lean exits: this adapter's setting decides, whoever prepared the starts
             lean = isinstance(warm, ExitStarts) and self.settings["lean_exits"]
-            shared = warm.shared if lean and _shares_its_start(problem) else None
-            return self._warm_then_cold(problem, bounded, arrays, basis, group, ok, certified, y_eq_, y_ub_, lean,
-                                        shared)
+            return self._warm_then_cold(problem, bounded, arrays, basis, group, ok, certified, y_eq_, y_ub_,
+                                        warm.shared if lean else None)
 
-    def _warm_then_cold(self, problem, bounded, arrays, basis, group, ok, certified, y_eq_, y_ub_, lean=False,
-                        shared=None):
+    def _warm_then_cold(self, problem, bounded, arrays, basis, group, ok, certified, y_eq_, y_ub_, shared=None):
         """The LPs where ``ok`` from ``basis[group]`` (``one_warm_exit``), then cold those that
         are neither ``ok`` nor ``certified`` (answered infeasible with the duals ``y_eq_``,
-        ``y_ub_``), and the warm ones that did not end optimal (``lean``: the warm ones skip the
-        reinversion rounds, ``lean_exits``); call inside ``precision``. With ``shared``
-        (``SharedExits``) the lean exits' scenes share their start's factorisation
+        ``y_ub_``), and the warm ones that did not end optimal; call inside ``precision``. With
+        ``shared`` (``SharedExits``: lean exits, ``lean_exits``) the warm ones skip the
+        reinversion rounds and their scenes share their start's factorisation
         (``one_exit_scene``, ``one_lean_exit``)."""
         import jax.numpy as jnp
 
@@ -491,8 +492,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             lean_fn = self._jitted("exit-lean", self.one_lean_exit, in_axes=(None, 0, 0, 0, 0))
             parts.append((warm_at, self.chunked(lambda *piece: lean_fn(scenes, *piece), per_exit)))
         elif len(warm_at):
-            warm_fn = self._jitted("warm-lean", functools.partial(self.one_warm_exit, lean=True)) if lean \
-                else self._jitted("warm", self.one_warm_exit)
+            warm_fn = self._jitted("warm", self.one_warm_exit)
             starts = [*arrays[:5], basis] if own else \
                 list(take((*arrays[:5], basis), (warm_at,) * 5 + (group[warm_at],)))
             parts.append((warm_at, self.chunked(warm_fn, starts)))
@@ -565,13 +565,13 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         m_eq = b_eq.shape[0]
         return sol.basis, feasible, small.matmul(H, y[:m_eq]), y[m_eq:], proven
 
-    def one_warm_exit(self, c, A_eq, b_eq, A_ub, b_ub, basis, lean=False):
+    def one_warm_exit(self, c, A_eq, b_eq, A_ub, b_ub, basis):
         """One exit LP from ``basis``: the phase-1 basis of its scene (``one_phase1`` without
-        the ``t`` column; column ``j >= k`` is column ``j + 1`` here), feasible at ``t = 0``
-        for every direction. The tableau is built fresh from it, dual pivots repair float
-        noise, and phase 2 runs at linrax's tolerance before the reinversion rounds (none with
-        ``lean``: ``lean_exits``, for starts from LP-1): no phase 1. (Lean 3D exits share that
-        tableau per scene instead: ``one_exit_scene``.)"""
+        the ``t`` column; column ``j >= k`` is column ``j + 1`` here), or LP-1's with
+        ``lean_exits`` off, feasible at ``t = 0`` for every direction. The tableau is built
+        fresh from it, dual pivots repair float noise, and phase 2 runs at linrax's tolerance
+        before the reinversion rounds: no phase 1. (Lean exits share that tableau per scene
+        instead: ``one_exit_scene``, ``one_lean_exit``.)"""
         import jax.numpy as jnp
 
         k = c.shape[0] - 1
@@ -583,7 +583,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         # cold), so no second factorisation is spent on it
         tableau = jnp.zeros((form.A_full.shape[0] + 1, form.c_std.shape[0] + 1), c.dtype)
         return self._finish(form, b_eq.shape[0], H, basis, tableau, jnp.asarray(True), jnp.asarray(True), None,
-                            warm=True, lean=lean)
+                            warm=True)
 
     def one_exit_scene(self, c, A_eq, b_eq, A_ub, b_ub, basis):
         """What a scene's lean exits from LP-1 share (``lean_exits``): the exit LP without its
@@ -862,13 +862,14 @@ def _mark_unlike_neighbours(new: np.ndarray, blocks, most: int | None = None) ->
     return True
 
 
-def _shares_its_start(problem) -> bool:
-    """Whether lean exits of ``problem`` (a batch of exit LPs) share their scene's start
-    (``SharedExits``): where a fresh tableau's product ``B^-1 [A b]`` is a library product
-    (more than ``small.ELEMENTWISE_MAX`` entries; a 3D exit's 7 x 131), so that each exit's
-    own factorisation and product cost more than its share of a scene's. A planar exit's
-    elementwise ones cost less than the extra scene pass and gathers (planar near-boundary
-    exits shared: 1.13x the time)."""
+def _pads_its_scenes(problem) -> bool:
+    """Whether the shared scenes of lean exits of ``problem`` (a batch of exit LPs,
+    ``SharedExits``) are padded to the exits' piece size: where a fresh tableau's product
+    ``B^-1 [A b]`` is a library product (more than ``small.ELEMENTWISE_MAX`` entries; a 3D
+    exit's 7 x 131), whose kernels, and so its last bits, XLA:CPU picks by batch size. A
+    planar exit's products are elementwise: unpadded, its answers were the per-exit path's
+    bit for bit (seed 002's two planar sets, 12 of 12 output arrays), while padded, planar
+    near-boundary's 212 scenes ran as 640 (its exits shared took 1.13-1.20x the time)."""
     return (problem.m_eq + problem.m_ub) * (problem.n + problem.m_ub + 1) > small.ELEMENTWISE_MAX
 
 

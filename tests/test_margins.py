@@ -161,7 +161,7 @@ def test_exits_each_from_its_own_lp1_basis_skip_the_gather_and_answer_as_gathere
     with _jax.precision("float32"):  # the same starts through the gather: a basis table longer than the batch
         gathered = adapter._warm_then_cold(problem, bounded, arrays, jnp.concatenate([warm.basis, warm.basis]),
                                            np.arange(B), warm.usable, np.zeros(B, bool),
-                                           np.zeros((B, problem.m_eq)), np.zeros((B, problem.m_ub)), lean=True)
+                                           np.zeros((B, problem.m_eq)), np.zeros((B, problem.m_ub)), warm.shared)
     assert gathers == [1]
     for got, expected in zip(fast, gathered, strict=True):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
@@ -188,8 +188,12 @@ def test_lean_exits_factor_each_scene_once_and_start_from_their_own_fresh_tablea
     problem, (_bounded, arrays, warm) = prepared
     group = np.asarray(warm.shared.per_exit[0])
     np.testing.assert_array_equal(group, np.repeat(np.arange(len(held)), 2 * scenes.d))
-    padded = len(warm.shared.scenes[0])  # the groups, padded to the exits' piece size by the last one
-    assert padded >= len(held) and padded % _jax.piece_size(len(group), adapter.settings["chunk"]) == 0
+    padded = len(warm.shared.scenes[0])  # 3D: the groups, padded to the exits' piece size by the last one
+    if family == "cube-3d":
+        assert hold_module._pads_its_scenes(problem)
+        assert padded > len(held) and padded % _jax.piece_size(len(group), adapter.settings["chunk"]) == 0
+    else:  # planar: elementwise products, the same bits at any batch size, so no padding
+        assert not hold_module._pads_its_scenes(problem) and padded == len(held)
     for part in warm.shared.scenes:
         part = np.asarray(part)
         np.testing.assert_array_equal(part[len(held):], part[[len(held) - 1] * (padded - len(held))])
@@ -215,25 +219,24 @@ def test_lean_exits_factor_each_scene_once_and_start_from_their_own_fresh_tablea
 
 
 @needs_hold
-def test_an_exit_unlike_its_scene_mates_is_a_group_of_its_own_and_answered_for_itself():
-    """Exits share a scene's start only where they are equal but for their ``t`` column (3D
-    exits share, ``_shares_its_start``): one whose need differs (a caller's own batch) starts
-    its own group and gets its own answer, the one HiGHS gives for it, not its scene-mates'."""
-    from solvers.linrax_hold_ import _shares_its_start
-
-    scenes = _scenes("cube-3d", 24)
+@pytest.mark.parametrize("family, n", [("planar-box", 48), ("cube-3d", 24)])
+def test_an_exit_unlike_its_scene_mates_is_a_group_of_its_own_and_answered_for_itself(family, n):
+    """Exits share a scene's start only where they are equal but for their ``t`` column: one
+    whose need differs (a caller's own batch) starts its own group and gets its own answer,
+    the one HiGHS gives for it, not its scene-mates'."""
+    scenes = _scenes(family, n)
+    per_scene = 2 * scenes.d
     adapter = solvers.get("linrax-hold", dtype="float64")
     raw, held = _lp1_raw_and_held(adapter, scenes)
-    exit_batch, _ = prepare_exits(adapter, scenes, held, raw, ("a",) * 6)
+    exit_batch, _ = prepare_exits(adapter, scenes, held, raw, ("a",) * scenes.d)
     highs = solvers.get("highs")
     before = highs.solve_batch(*exit_batch.arrays()).x[:, -1]
-    # an exit inside its scene's run of 12 whose t is below the cap (so a changed need shows)
-    i = next(i for i in range(len(before)) if 0 < i % 12 < 11 and before[i] < 9)
+    # an exit inside its scene's run whose t is below the cap (so a changed need shows)
+    i = next(i for i in range(len(before)) if 0 < i % per_scene < per_scene - 1 and 1e-2 < before[i] < 9)
     c, A_eq, b_eq, A_ub, b_ub = (np.array(a) for a in exit_batch.arrays())
     b_eq[i] *= 1.05  # a need 5% larger
     problem = solvers.check_standard_form(c, A_eq, b_eq, A_ub, b_ub, batched=True)
-    assert _shares_its_start(problem)
-    prepared = adapter.prepare_exits_from(problem, raw, np.repeat(held, 12))
+    prepared = adapter.prepare_exits_from(problem, raw, np.repeat(held, per_scene))
     group = np.asarray(prepared[1][2].shared.per_exit[0])
     assert group[i] == group[i - 1] + 1 and group[i + 1] == group[i] + 1  # exits i and i + 1 each start a group
     assert group.max() + 1 == len(held) + 2
