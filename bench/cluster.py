@@ -166,14 +166,14 @@ class ClosingHeartbeatFilter(logging.Filter):
     heartbeat that fails while the worker runs is kept, and so is every other record."""
 
     def __init__(self, worker):
-        super().__init__()
-        self.worker = worker
-
-    def filter(self, record: logging.LogRecord) -> bool:
         from distributed.core import Status
 
-        closing = self.worker.status in (Status.closing, Status.closing_gracefully, Status.closed)
-        return not (closing and str(record.msg).startswith(HEARTBEAT_FAILURE))
+        super().__init__()
+        self.worker = worker
+        self.closing = (Status.closing, Status.closing_gracefully, Status.closed)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (self.worker.status in self.closing and str(record.msg).startswith(HEARTBEAT_FAILURE))
 
 
 def dask_setup(worker) -> None:
