@@ -64,6 +64,10 @@ def connect(scheduler: str | None = None, workers: int = 1, resources: dict[str,
     """``(client, cluster)``: a client of the cluster at ``scheduler`` (cluster None), or of a
     new embedded ``LocalCluster`` of ``workers`` single-threaded worker processes.
 
+    ``resources`` are the embedded cluster's, in all (``{"GPU": 2}``: two GPUs here), not each
+    worker's: each unit goes to one worker (``gpu_worker_specs``), so a GPU runs one cell at a
+    time however many workers share the machine.
+
     ``ProblemError`` naming ``--scheduler`` when it cannot be reached within
     ``CONNECT_TIMEOUT`` seconds, or ``--workers`` when it is not a positive integer."""
     import dask
@@ -79,9 +83,38 @@ def connect(scheduler: str | None = None, workers: int = 1, resources: dict[str,
                                f"({type(exc).__name__}: {exc})") from None
     check_workers(workers)
     with dask.config.set(DASK_CONFIG):
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                               resources=resources, silence_logs=logging.ERROR)
-        return Client(cluster, set_as_default=False), cluster
+        cluster = LocalCluster(n_workers=0, threads_per_worker=1, processes=True, dashboard_address=":0",
+                               silence_logs=logging.ERROR)
+        cluster.worker_spec.update(gpu_worker_specs(cluster.new_spec, workers, int((resources or {}).get("GPU", 0))))
+        cluster.scale(workers)  # starts the workers just specified
+        client = Client(cluster, set_as_default=False)
+        client.wait_for_workers(workers)
+        return client, cluster
+
+
+def gpu_worker_specs(template: dict, workers: int, gpus: int) -> dict[int, dict]:
+    """Dask worker specs (``SpecCluster.worker_spec``) of ``workers`` workers built from
+    ``template``, the first ``min(gpus, workers)`` of which hold one GPU each: the worker
+    resource ``GPU: 1`` and ``CUDA_VISIBLE_DEVICES`` set to that GPU (its index, or the
+    ``i``-th entry of the user's own ``CUDA_VISIBLE_DEVICES``; dask-cuda's layout), the others
+    no GPU resource.
+
+    A ``gpu`` cell asks for ``GPU: 1``, so at most one cell runs on each GPU at a time. Before,
+    every worker of an embedded cluster was given all the GPUs: on one H200 with 8 workers,
+    8 GPU cells ran at once, shared the card and timed each other (``make gpu-check``'s scaling
+    step, docs/gpu-scale.md)."""
+    import copy
+
+    visible = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    specs = {}
+    for i in range(workers):
+        spec = copy.deepcopy(template)
+        if i < gpus:
+            options = spec.setdefault("options", {})
+            options["resources"] = {**options.get("resources", {}), "GPU": 1}
+            options["env"] = {**options.get("env", {}), "CUDA_VISIBLE_DEVICES": visible[i] if i < len(visible) else str(i)}
+        specs[i] = spec
+    return specs
 
 
 def usable_cores() -> int:
@@ -123,8 +156,9 @@ def check_scheduler_address(address: str) -> None:
 
 
 def local_resources(cells: list[Cell]) -> dict[str, float] | None:
-    """Resources of an embedded cluster's worker for ``cells``: ``GPU`` = the GPUs JAX sees
-    here when a cell needs one (JAX is imported only then), else none."""
+    """Resources of an embedded cluster for ``cells``, in all: ``GPU`` = the GPUs JAX sees
+    here when a cell needs one (JAX is imported only then), else none. ``connect`` gives each
+    GPU to one worker."""
     from .env import gpu_count
 
     return {"GPU": gpu_count()} if any(c.device == "gpu" for c in cells) else None

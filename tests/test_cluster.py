@@ -276,6 +276,40 @@ def test_exclusive_runs_one_cell_per_host_at_a_time(tmp_path, fake_plugins, monk
     assert overlaps(_intervals(report.load_runs([tmp_path / "exclusive"]))) == 0
 
 
+def test_an_embedded_cluster_gives_each_gpu_to_one_worker_so_gpu_cells_never_share_it(tmp_path, fake_plugins):
+    """Two workers, one GPU (simulated: the fake adapter declares ``gpu``): one worker holds
+    the resource ``GPU`` and sees that GPU alone (``CUDA_VISIBLE_DEVICES``), and every gpu cell
+    runs there. Before, each worker was given all the GPUs: on one H200 with 8 workers the
+    scaling run put 8 gpu cells on the card at once (they shared it and timed each other)."""
+    cells, _ = grid.expand(["planar-box"], ["fake-gpu"], ["float64"], ["gpu"], [4, 5, 6, 7, 8, 9], 0, 1)
+    with cluster.embedded(workers=2, resources={"GPU": 1}) as client:
+        workers = client.scheduler_info()["workers"].values()
+        held = {str(w["name"]): w.get("resources", {}).get("GPU", 0) for w in workers}
+        visible = {str(name): value for name, value in client.run(
+            lambda dask_worker: (dask_worker.name, os.environ.get("CUDA_VISIBLE_DEVICES"))).values()}
+        results = runner.run_cells(cells, tmp_path / "run", "gpu", timeout=120, client=client)
+    assert held == {"0": 1, "1": 0}
+    assert visible == {"0": "0", "1": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    assert [r.state for r in results] == ["done"] * len(cells)
+    assert set(report.load_runs([tmp_path / "run"])["env_worker"]) == {"0"}
+
+
+@pytest.mark.parametrize("user, expected", [(None, ["0", "1", None]), ("3,5", ["3", "5", None]), ("7", ["7", "1", None])])
+def test_gpu_worker_specs_pin_one_gpu_per_worker_from_the_users_visible_devices(monkeypatch, user, expected):
+    """Worker i of the first ``gpus`` sees the i-th of the user's CUDA_VISIBLE_DEVICES (its
+    index where the user named fewer), with one unit of ``GPU``; the rest keep the template."""
+    if user is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", user)
+    template = {"cls": object, "options": {"nthreads": 1, "resources": {"MEM": 4}}}
+    specs = cluster.gpu_worker_specs(template, 3, 2)
+    assert [s["options"].get("env", {}).get("CUDA_VISIBLE_DEVICES") for s in specs.values()] == expected
+    assert [s["options"]["resources"] for s in specs.values()] == [{"MEM": 4, "GPU": 1}] * 2 + [{"MEM": 4}]
+    assert template["options"] == {"nthreads": 1, "resources": {"MEM": 4}}  # the template is not changed
+    assert cluster.gpu_worker_specs(template, 1, 4).keys() == {0}
+
+
 @pytest.mark.serial  # kills the client once two cells are written: needs the run to progress as expected
 def test_the_client_killed_mid_run_then_resume_redoes_nothing_and_loses_nothing(tmp_path, loopback):
     address, _procs = loopback
