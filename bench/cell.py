@@ -149,6 +149,7 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
     env = {**env, "env_jax_devices": jax_devices(), "env_xla_flags": os.environ.get("XLA_FLAGS", ""),
            "env_malloc": " ".join(f"{k}={os.environ[k]}" for k in sorted(os.environ) if k.startswith("MALLOC_")),
            "env_pjrt_nproc": os.environ.get("PJRT_NPROC", ""),
+           "env_xla_preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", ""),
            "env_jax_matmul_precision": jax_matmul_precision(adapter), "env_solver_versions": solver_versions(adapter)}
     rows = base_rows(cell, batch, ref, env, run_id)  # (env after the solve: its import is not timed)
     solution = timed.solution

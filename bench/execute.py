@@ -130,6 +130,15 @@ WORKER_MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESH
 #: (``env_pjrt_nproc``).
 WORKER_THREAD_ENV = {"PJRT_NPROC": "1"}
 
+#: GPU memory in worker processes: allocated as needed, not 75 % of the card up front (JAX's
+#: default, ``XLA_PYTHON_CLIENT_PREALLOCATE``), unless the user set it. Every worker process
+#: that starts JAX starts its CUDA client too, a CPU cell's included, and several such
+#: processes on one GPU (a Dask worker's cell process, ``bench.overhead``'s, the reference
+#: workers') would otherwise each claim three quarters of it; the second one's claim fails and
+#: JAX then runs that process without its GPU. Rows record the setting
+#: (``env_xla_preallocate``).
+WORKER_GPU_ENV = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+
 
 def _unset_by_user(settings: dict[str, str]) -> dict[str, str]:
     """The entries of ``settings`` the user's environment does not set already."""
@@ -145,6 +154,11 @@ def worker_thread_env() -> dict[str, str]:
     """The ``WORKER_THREAD_ENV`` entries the user's environment does not set already (set them
     before JAX starts, as tests and asv do, to solve in-process as a worker does)."""
     return _unset_by_user(WORKER_THREAD_ENV)
+
+
+def worker_gpu_env() -> dict[str, str]:
+    """The ``WORKER_GPU_ENV`` entries the user's environment does not set already."""
+    return _unset_by_user(WORKER_GPU_ENV)
 
 
 def worker_xla_flags(current: str | None) -> str:
@@ -185,7 +199,7 @@ class _Worker:
         self.ready = False
         self.proc = ctx.Process(target=_serve, args=(child, os.getpid()), daemon=True)
         saved = os.environ.get("XLA_FLAGS")
-        extra_env = {**worker_malloc_env(), **worker_thread_env()}
+        extra_env = {**worker_malloc_env(), **worker_thread_env(), **worker_gpu_env()}
         os.environ["XLA_FLAGS"] = worker_xla_flags(saved)  # inherited by the spawned worker
         os.environ.update(extra_env)
         try:
