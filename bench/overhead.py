@@ -22,6 +22,7 @@ for linrax; harness <= 10 % of run for linrax, linrax-hold and qpax).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -59,7 +60,7 @@ def measure(spec: str, batch, device: str, rounds: int, partial=None) -> dict[st
     chunk = int(adapter.settings.get("chunk") or 0)
     # float32 host arrays of their own, made outside the clock
     raw_solve = raw_baseline(adapter._compiled(host.P is not None, bounded),
-                             [np.array(a, copy=True) for a in placed], chunk)
+                             [np.array(a, copy=True) for a in placed], chunk, device=_jax.device(device))
 
     def raw() -> None:
         with _jax.precision("float32"):
@@ -98,10 +99,15 @@ def measure(spec: str, batch, device: str, rounds: int, partial=None) -> dict[st
     return {**figures, "raw_end_to_end": raw_ms, "ratio": figures["end_to_end"] / raw_ms}
 
 
-def raw_baseline(solve, host_arrays, chunk: int = 0):
+def raw_baseline(solve, host_arrays, chunk: int = 0, device=None):
     """The raw baseline of ``solve`` (a jitted, vmapped function, batch axis first) on
-    ``host_arrays`` (NumPy): a function that calls ``solve`` on host NumPy (jit places it on
-    its device) and returns its outputs as host NumPy arrays, nothing else.
+    ``host_arrays`` (NumPy): a function that calls ``solve`` on host NumPy with ``device`` (a
+    JAX device; None: JAX's default) as the default device, so jit moves the arrays there
+    inside the clock, and returns its outputs as host NumPy arrays, nothing else.
+
+    The device must be the adapter's: JAX's default device is the GPU wherever there is one,
+    and on the H200 the CPU rows' baselines had run there (linrax at 65,536: a "raw" 6.7 ms
+    against the adapter's 228 ms on the CPU, ratio 36.7).
 
     With ``chunk`` > 0 it solves in pieces of ``piece_size(n, chunk)`` cases, as the adapter's
     own ``run`` does (``JaxBatchedAdapter.chunked``: the last piece is the batch's last cases,
@@ -121,7 +127,8 @@ def raw_baseline(solve, host_arrays, chunk: int = 0):
         pieces = [([a[begin:begin + size] for a in host_arrays], skip) for begin, skip in piece_bounds(n, size)]
 
     def run() -> tuple[np.ndarray, ...]:
-        outs = [[np.asarray(o)[skip:] for o in jax.block_until_ready(solve(*part))] for part, skip in pieces]
+        with jax.default_device(device) if device is not None else contextlib.nullcontext():
+            outs = [[np.asarray(o)[skip:] for o in jax.block_until_ready(solve(*part))] for part, skip in pieces]
         return tuple(outs[0]) if len(outs) == 1 else tuple(np.concatenate(cols) for cols in zip(*outs))
 
     return run
@@ -145,8 +152,13 @@ def measure_job(spec: str, family: str, n: int, seed: int, device: str, rounds: 
 
 
 def table(adapters=ADAPTERS, sizes=SIZES, rounds: int = 5, seed: int = 0, family: str = "planar-box",
-          timeout: float = 600.0) -> pd.DataFrame:
-    """One row per adapter, batch size and device (see the module docstring).
+          timeout: float = 600.0, devices: list[str] | None = None) -> pd.DataFrame:
+    """One row per adapter, batch size and device (see the module docstring); ``devices``
+    in the order measured (default: cpu, and gpu where JAX sees one).
+
+    Each row's figures are also printed to stderr as it ends (``state``, ms of ``run``, end
+    to end, ``ratio``, ``harness %``), so a caller that stops the benchmark early (``make
+    gpu-check``'s step budget) keeps the rows measured so far.
 
     Each configuration runs in a worker process of the cell engine (``bench.execute``), so a
     wedged XLA runtime (the CPU wait in docs/gpu-scale.md) is killed after
@@ -162,7 +174,7 @@ def table(adapters=ADAPTERS, sizes=SIZES, rounds: int = 5, seed: int = 0, family
     rows = []
     with LocalPool() as pool, tempfile.TemporaryDirectory(prefix="contactbench-overhead-") as tmp:
         for n in sizes:
-            for device in _devices():
+            for device in devices or _devices():
                 for spec in adapters:
                     if solvers.available().get(spec.split("[")[0]):
                         continue
@@ -172,11 +184,19 @@ def table(adapters=ADAPTERS, sizes=SIZES, rounds: int = 5, seed: int = 0, family
                     figures = json.loads(out.read_text()) if out.exists() else {}  # (the harness's alone if the baseline wedged)
                     rows.append({"adapter": spec, "n": n, "device": device, **figures,
                                  "state": state, **({"reason": reason} if reason else {})})
-                    print(f"  {spec} n={n} {device}: {state} {reason}".rstrip(), file=sys.stderr, flush=True)
+                    print(f"  {spec} n={n} {device}: {state} {_figures_line(figures)} {reason}".rstrip(),
+                          file=sys.stderr, flush=True)
     out = pd.DataFrame(rows)
     if "chunk" in out:  # (JSON carries it as a float)
         out["chunk"] = out["chunk"].astype("Int64")
     return out
+
+
+def _figures_line(figures: dict[str, float]) -> str:
+    """One configuration's headline figures as one line of text ('' before any was measured)."""
+    shown = [f"{key} {figures[key]:.3g}" for key in ("validate", "prepare", "run", "finish", "end_to_end",
+                                                     "raw_end_to_end", "ratio", "harness_pct") if key in figures]
+    return "(ms: " + ", ".join(shown) + ")" if shown else ""
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -186,6 +206,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds per configuration")
     parser.add_argument("--adapters", default=",".join(ADAPTERS), help="JAX adapter specs, comma-separated")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per configuration (default 600)")
+    parser.add_argument("--devices", default=None,
+                        help="devices in the order measured, comma-separated (cpu, gpu; default: cpu, and gpu "
+                             "where JAX sees one)")
     args = parser.parse_args(argv)
     try:
         sizes = [int(v) for v in args.sizes.split(",") if v.strip()]
@@ -197,8 +220,13 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--rounds: expected an integer >= 1, got {args.rounds}")
     if not args.timeout > 0:
         parser.error(f"--timeout: expected seconds > 0, got {args.timeout}")
+    devices = None
+    if args.devices is not None:
+        devices = [d.strip() for d in args.devices.split(",") if d.strip()]
+        if not devices or any(d not in ("cpu", "gpu") for d in devices):
+            parser.error(f"--devices: expected cpu and/or gpu, comma-separated, got {args.devices!r}")
     out = table([a.strip() for a in args.adapters.split(",") if a.strip()], sizes, args.rounds,
-                timeout=args.timeout)
+                timeout=args.timeout, devices=devices)
     print(out.to_markdown(index=False, floatfmt=".3g"))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 import subprocess
 import sys
 
@@ -111,6 +112,34 @@ def test_the_raw_baseline_solves_in_the_adapters_pieces():
         assert isinstance(got, np.ndarray) and got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-6)
     assert raw_baseline(solve, [a, b], chunk=64)()[0].shape == (40,)  # a batch within one piece: whole
+
+
+def test_the_raw_baseline_solves_on_the_device_it_is_given(tmp_path):
+    """Two simulated host devices: the raw baseline given the second computes there, with JAX's
+    default device left as the first (on a GPU machine the default is the GPU, and the CPU
+    rows' baselines had run on it)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import jax, jax.numpy as jnp, numpy as np\n"
+        "from bench.overhead import raw_baseline\n"
+        "seen = []\n"
+        "def solve(a):\n"
+        "    x = jnp.asarray(a) * 2\n"
+        "    seen.append(sorted(d.id for d in x.devices()))\n"
+        "    return (x,)\n"
+        "a = np.arange(6, dtype=np.float32).reshape(3, 2)\n"
+        "out = raw_baseline(solve, [a], device=jax.devices('cpu')[1])()\n"
+        "raw_baseline(solve, [a])()\n"
+        "assert np.array_equal(out[0], 2 * a)\n"
+        "print(seen)\n")
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[[1], [0]]"
 
 
 def test_the_overhead_table_records_each_adapters_chunk():
