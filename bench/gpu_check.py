@@ -2,12 +2,14 @@
 
 On a node with one GPU it writes, under ``--out`` (default ``results/gpu-check``), in at
 most ``--budget`` seconds (default 480, 8 minutes), four measurements, each a bounded step
-(its share of the budget, then it is stopped and the next one runs):
+(its share of the budget plus what the steps before it left unspent, then it is stopped and
+the next one runs):
 
 1. ``device-table.md``: seed 002's device table (``contactbench ablate --table gpu``:
    float32 ms per 256 scenes on CPU and GPU, and the share verified correct);
 2. ``overhead.md``: the per-phase harness overhead at 65,536 scenes on every device JAX
-   sees (``python -m bench.overhead``);
+   sees, the GPU first (``python -m bench.overhead``; each row is printed as it ends, so a
+   step stopped early keeps the rows it measured);
 3. ``margins.md``: seed 002's LP with margins against LP-1 on the GPU, linrax-hold float32 on
    the planar and 3D random sets (``python -m bench.margins``: exits from LP-1's bases, the
    exits' counts against HiGHS);
@@ -17,7 +19,9 @@ most ``--budget`` seconds (default 480, 8 minutes), four measurements, each a bo
 
 ``summary.md`` lists each step's state, seconds and command, and the host, GPU and JAX
 versions. Without a GPU it stops with exit code 2, unless ``--device cpu`` (the dry run
-this project's tests make: same steps, small sizes with ``--sizes``).
+this project's tests make: same steps, small sizes with ``--sizes``). Its commands run with
+``XLA_PYTHON_CLIENT_PREALLOCATE=false`` unless you set it (``bench.execute.WORKER_GPU_ENV``):
+they start several JAX processes on the one GPU.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from pathlib import Path
 ADAPTERS = ("linrax", "linrax-hold", "qpax", "mpax", "altproj", "exact-planar[jax]")
 SIZES = (256, 4096, 65536)
 #: each step's share of the budget
-SHARES = {"device-table": 0.25, "overhead": 0.2, "margins": 0.1, "scaling": 0.45}
+SHARES = {"device-table": 0.25, "overhead": 0.2, "margins": 0.15, "scaling": 0.4}
 
 
 def steps(out: Path, device: str, sizes: tuple[int, ...], cell_timeout: float, workers: int) -> list[tuple]:
@@ -56,16 +60,20 @@ def steps(out: Path, device: str, sizes: tuple[int, ...], cell_timeout: float, w
         margins += ["--scale", "0.02"]
     return [
         ("device-table", "device-table.md", [device_table]),
-        ("overhead", "overhead.md", [exe + ["bench.overhead", "--sizes", str(max(sizes)), "--rounds", "3"]]),
+        ("overhead", "overhead.md", [exe + ["bench.overhead", "--sizes", str(max(sizes)), "--rounds", "3",
+                                            "--devices", "gpu,cpu" if device == "gpu" else "cpu",
+                                            "--timeout", f"{2 * cell_timeout:g}"]]),
         ("margins", "margins.md", [margins]),
         ("scaling", "scaling.md", [scaling, cli + ["report", str(out / "runs" / "gpu-scaling"),
                                                    "--out", str(out / "scaling-report")]]),
     ]
 
 
-def run_step(commands: list[list[str]], output: Path, seconds: float) -> tuple[str, float]:
+def run_step(commands: list[list[str]], output: Path, seconds: float, env: dict[str, str] | None = None
+             ) -> tuple[str, float]:
     """Run ``commands`` one after another within ``seconds`` in all, their output appended
-    to ``output``; ``(state, seconds)``: done, failed (a non-zero exit) or timeout."""
+    to ``output``, in environment ``env`` (default: this process's); ``(state, seconds)``:
+    done, failed (a non-zero exit) or timeout."""
     started = time.perf_counter()
     with open(output, "w") as fh:
         for command in commands:
@@ -74,7 +82,7 @@ def run_step(commands: list[list[str]], output: Path, seconds: float) -> tuple[s
             fh.flush()
             try:
                 code = subprocess.run(command, stdout=fh, stderr=subprocess.STDOUT, timeout=max(left, 1.0),
-                                      stdin=subprocess.DEVNULL).returncode
+                                      stdin=subprocess.DEVNULL, env=env).returncode
             except subprocess.TimeoutExpired:
                 fh.write(f"\n[stopped: the step's {seconds:.0f} s were spent]\n")
                 return "timeout", time.perf_counter() - started
@@ -122,9 +130,15 @@ def main(argv: list[str] | None = None) -> int:
              f"- GPU: {gpu or 'none (dry run on the CPU)'}", f"- jax {jax.__version__}, Python {platform.python_version()}",
              f"- budget {args.budget:g} s, cell timeout {args.cell_timeout:g} s, sizes {list(sizes)}", "",
              "| step | state | seconds | output |", "|---|---|---|---|"]
+    from .execute import worker_gpu_env
+
+    env = {**os.environ, **worker_gpu_env()}
+    unspent = 0.0
     for name, output, commands in steps(args.out, args.device, sizes, args.cell_timeout, args.workers):
-        print(f"gpu-check: {name} ...", flush=True)
-        state, seconds = run_step(commands, args.out / output, SHARES[name] * args.budget)
+        allowed = SHARES[name] * args.budget + unspent
+        print(f"gpu-check: {name} (at most {allowed:.0f} s) ...", flush=True)
+        state, seconds = run_step(commands, args.out / output, allowed, env)
+        unspent = max(allowed - seconds, 0.0)
         print(f"gpu-check: {name} {state} in {seconds:.0f} s -> {args.out / output}", flush=True)
         lines.append(f"| {name} | {state} | {seconds:.0f} | {output} |")
     (args.out / "summary.md").write_text("\n".join(lines) + "\n")
