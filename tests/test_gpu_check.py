@@ -28,3 +28,28 @@ def test_gpu_check_refuses_without_a_gpu_and_dry_runs_every_step_on_the_cpu(tmp_
     assert "| 3D random" in (out / "margins.md").read_text()
     report = (out / "scaling-report" / "report.md").read_text()
     assert "cube-3d" in report and "planar-box" in report
+
+
+def test_a_step_gets_what_the_steps_before_it_left_and_runs_without_gpu_preallocation(tmp_path, monkeypatch, capsys):
+    """Four quick steps of a 100 s budget: each later step is allowed its share plus what the
+    earlier ones left unspent (the last nearly the whole budget, not its 40 s), and the
+    commands see ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` (several JAX processes share the
+    GPU). On the H200 the device table and the overhead ran out of their shares while the
+    margins step left time unused."""
+    import re
+    import sys
+
+    from bench import gpu_check
+
+    monkeypatch.delenv("XLA_PYTHON_CLIENT_PREALLOCATE", raising=False)
+    show = [sys.executable, "-c", "import os; print('prealloc', os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE'))"]
+    monkeypatch.setattr(gpu_check, "steps", lambda out, device, sizes, cell_timeout, workers: [
+        (name, f"{name}.md", [show]) for name in gpu_check.SHARES])
+    assert gpu_check.main(["--device", "cpu", "--budget", "100", "--out", str(tmp_path)]) == 0
+    allowed = [float(v) for v in re.findall(r"\(at most (\d+) s\)", capsys.readouterr().out)]
+    assert len(allowed) == 4 and allowed[0] == 100 * gpu_check.SHARES["device-table"]
+    assert allowed[-1] > 90 and allowed == sorted(allowed)
+    assert "prealloc false" in (tmp_path / "scaling.md").read_text()
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")  # the user's own setting wins
+    assert gpu_check.main(["--device", "cpu", "--budget", "100", "--out", str(tmp_path)]) == 0
+    assert "prealloc true" in (tmp_path / "scaling.md").read_text()
