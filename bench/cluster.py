@@ -35,7 +35,7 @@ from typing import Any
 import pandas as pd
 
 from solvers import BatchSolution
-from solvers.errors import ProblemError
+from solvers.errors import BenchError, ProblemError
 
 from .cell import batch_for, batch_name, failed_rows, saved_or_new_batch
 from .env import host_environment
@@ -88,7 +88,16 @@ def connect(scheduler: str | None = None, workers: int = 1, resources: dict[str,
         cluster.worker_spec.update(gpu_worker_specs(cluster.new_spec, workers, int((resources or {}).get("GPU", 0))))
         cluster.scale(workers)  # starts the workers just specified
         client = Client(cluster, set_as_default=False)
-        client.wait_for_workers(workers)
+        from .execute import STARTUP_SECONDS
+
+        try:
+            client.wait_for_workers(workers, timeout=STARTUP_SECONDS)
+        except TimeoutError:
+            started = len(client.scheduler_info().get("workers", {}))
+            client.close()
+            cluster.close()
+            raise BenchError(f"--workers: {started} of {workers} embedded Dask worker(s) started within "
+                             f"{STARTUP_SECONDS:g} s; see the workers' log above") from None
         return client, cluster
 
 

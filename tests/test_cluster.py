@@ -294,6 +294,26 @@ def test_an_embedded_cluster_gives_each_gpu_to_one_worker_so_gpu_cells_never_sha
     assert set(report.load_runs([tmp_path / "run"])["env_worker"]) == {"0"}
 
 
+def test_embedded_workers_that_cannot_start_are_an_error_naming_workers_not_a_wait_for_ever(monkeypatch):
+    """A worker whose start fails (here: a preload module that does not exist) leaves the
+    embedded cluster short of workers: ``connect`` gives up after ``STARTUP_SECONDS`` with an
+    error naming ``--workers`` and how many started, instead of waiting for them for ever."""
+    from bench import execute
+    from solvers.errors import BenchError
+
+    real = cluster.gpu_worker_specs
+
+    def broken(template, workers, gpus):
+        specs = real(template, workers, gpus)
+        specs[0]["options"]["preload"] = ["contactbench_no_such_module"]
+        return specs
+
+    monkeypatch.setattr(cluster, "gpu_worker_specs", broken)
+    monkeypatch.setattr(execute, "STARTUP_SECONDS", 15.0)
+    with pytest.raises(BenchError, match=r"--workers: [01] of 2 embedded Dask worker\(s\) started within 15 s"):
+        cluster.connect(None, 2)
+
+
 @pytest.mark.parametrize("user, expected", [(None, ["0", "1", None]), ("3,5", ["3", "5", None]), ("7", ["7", "1", None])])
 def test_gpu_worker_specs_pin_one_gpu_per_worker_from_the_users_visible_devices(monkeypatch, user, expected):
     """Worker i of the first ``gpus`` sees the i-th of the user's CUDA_VISIBLE_DEVICES (its
