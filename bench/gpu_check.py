@@ -8,8 +8,9 @@ the next one runs):
 1. ``device-table.md``: seed 002's device table (``contactbench ablate --table gpu``:
    float32 ms per 256 scenes on CPU and GPU, and the share verified correct);
 2. ``overhead.md``: the per-phase harness overhead at 65,536 scenes on every device JAX
-   sees, the GPU first (``python -m bench.overhead``; each row is printed as it ends, so a
-   step stopped early keeps the rows it measured);
+   sees, the GPU first, where linrax-hold is also measured in one piece (``chunk=0``,
+   ``GPU_OVERHEAD_ADAPTERS``) (``python -m bench.overhead``; each row is printed as it
+   ends, so a step stopped early keeps the rows it measured);
 3. ``margins.md``: seed 002's LP with margins against LP-1 on the GPU, linrax-hold float32 on
    the planar and 3D random sets (``python -m bench.margins``: exits from LP-1's bases, the
    exits' counts against HiGHS);
@@ -37,6 +38,11 @@ from pathlib import Path
 #: the batched JAX adapters the scaling step runs (the grid skips what a family cannot take)
 ADAPTERS = ("linrax", "linrax-hold", "qpax", "mpax", "altproj", "exact-planar[jax]")
 SIZES = (256, 4096, 65536)
+#: the overhead step's adapters on the GPU: bench.overhead's, and linrax-hold in one piece.
+#: Its ``chunk`` of 1,024 is a CPU setting; on the H200, 65,536 planar LP-1s took 92.5 ms as
+#: 64 pieces of 1.45 ms each, against 1.7 ms for published linrax in one. Not on the CPU,
+#: where one piece of 65,536 is slower and once made XLA:CPU wait for ever.
+GPU_OVERHEAD_ADAPTERS = ("linrax", "linrax-hold", "linrax-hold[chunk=0]", "qpax")
 #: each step's share of the budget
 SHARES = {"device-table": 0.25, "overhead": 0.2, "margins": 0.15, "scaling": 0.4}
 
@@ -55,14 +61,15 @@ def steps(out: Path, device: str, sizes: tuple[int, ...], cell_timeout: float, w
     device_table = cli + ["ablate", "--table", "gpu", "--repeats", "3", "--timeout", f"{cell_timeout:g}",
                           "--out", runs, "--run-id", "gpu-device-table"]
     margins = exe + ["bench.margins", "--device", device, "--rounds", "5", "--sets", "planar random", "3D random"]
+    overhead = exe + ["bench.overhead", "--sizes", str(max(sizes)), "--rounds", "3", "--timeout", f"{2 * cell_timeout:g}"]
+    overhead = ([overhead + ["--devices", "gpu", "--adapters", ",".join(GPU_OVERHEAD_ADAPTERS)]] if device == "gpu" else []
+                ) + [overhead + ["--devices", "cpu"]]
     if device != "gpu":  # the dry run: the CPU columns, small cells
         device_table += ["--scale", "0.05"]
         margins += ["--scale", "0.02"]
     return [
         ("device-table", "device-table.md", [device_table]),
-        ("overhead", "overhead.md", [exe + ["bench.overhead", "--sizes", str(max(sizes)), "--rounds", "3",
-                                            "--devices", "gpu,cpu" if device == "gpu" else "cpu",
-                                            "--timeout", f"{2 * cell_timeout:g}"]]),
+        ("overhead", "overhead.md", overhead),
         ("margins", "margins.md", [margins]),
         ("scaling", "scaling.md", [scaling, cli + ["report", str(out / "runs" / "gpu-scaling"),
                                                    "--out", str(out / "scaling-report")]]),

@@ -53,3 +53,22 @@ def test_a_step_gets_what_the_steps_before_it_left_and_runs_without_gpu_prealloc
     monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")  # the user's own setting wins
     assert gpu_check.main(["--device", "cpu", "--budget", "100", "--out", str(tmp_path)]) == 0
     assert "prealloc true" in (tmp_path / "scaling.md").read_text()
+
+
+def test_the_overhead_step_measures_linrax_hold_in_one_piece_on_the_gpu_only(tmp_path):
+    """On the GPU the overhead step runs the GPU rows first, with linrax-hold also in one piece
+    (its ``chunk`` of 1,024 is a CPU setting: on the H200 its 64 pieces took 92.5 ms against
+    1.7 for published linrax in one); the CPU rows never run one piece of 65,536 (XLA:CPU
+    once waited for ever on it). The dry run has the CPU command alone."""
+    from bench import gpu_check
+
+    def overhead_commands(device):
+        (commands,) = [c for name, _out, c in gpu_check.steps(tmp_path, device, (256, 65536), 45.0, 2)
+                       if name == "overhead"]
+        return [dict(zip(c[3::2], c[4::2])) for c in commands]  # (python -m bench.overhead --flag value ...)
+
+    gpu, cpu = overhead_commands("gpu")
+    assert gpu["--devices"] == "gpu" and "linrax-hold[chunk=0]" in gpu["--adapters"].split(",")
+    assert cpu["--devices"] == "cpu" and "--adapters" not in cpu
+    assert gpu["--sizes"] == cpu["--sizes"] == "65536" and gpu["--timeout"] == "90"
+    assert overhead_commands("cpu") == [cpu]
