@@ -134,9 +134,8 @@ WORKER_THREAD_ENV = {"PJRT_NPROC": "1"}
 #: default, ``XLA_PYTHON_CLIENT_PREALLOCATE``), unless the user set it. Every worker process
 #: that starts JAX starts its CUDA client too, a CPU cell's included, and several such
 #: processes on one GPU (a Dask worker's cell process, ``bench.overhead``'s, the reference
-#: workers') would otherwise each claim three quarters of it; the second one's claim fails and
-#: JAX then runs that process without its GPU. Rows record the setting
-#: (``env_xla_preallocate``).
+#: workers') would otherwise each claim three quarters of it, more than the card has between
+#: them. Rows record the setting (``env_xla_preallocate``).
 WORKER_GPU_ENV = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
 
 
