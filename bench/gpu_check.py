@@ -61,9 +61,10 @@ def steps(out: Path, device: str, sizes: tuple[int, ...], cell_timeout: float, w
     device_table = cli + ["ablate", "--table", "gpu", "--repeats", "3", "--timeout", f"{cell_timeout:g}",
                           "--out", runs, "--run-id", "gpu-device-table"]
     margins = exe + ["bench.margins", "--device", device, "--rounds", "5", "--sets", "planar random", "3D random"]
-    overhead = exe + ["bench.overhead", "--sizes", str(max(sizes)), "--rounds", "3", "--timeout", f"{2 * cell_timeout:g}"]
-    overhead = ([overhead + ["--devices", "gpu", "--adapters", ",".join(GPU_OVERHEAD_ADAPTERS)]] if device == "gpu" else []
-                ) + [overhead + ["--devices", "cpu"]]
+    at_scale = exe + ["bench.overhead", "--sizes", str(max(sizes)), "--rounds", "3", "--timeout", f"{2 * cell_timeout:g}"]
+    overhead = [at_scale + ["--devices", "cpu"]]
+    if device == "gpu":  # the GPU rows first
+        overhead.insert(0, at_scale + ["--devices", "gpu", "--adapters", ",".join(GPU_OVERHEAD_ADAPTERS)])
     if device != "gpu":  # the dry run: the CPU columns, small cells
         device_table += ["--scale", "0.05"]
         margins += ["--scale", "0.02"]
