@@ -224,8 +224,8 @@ class JaxBatchedAdapter:
 
     def chunked(self, solve, arrays):
         """``solve(*arrays)`` (a jitted, vmapped function of arrays with one leading batch axis)
-        in pieces of the ``chunk`` setting (0: at once), blocked until ready; call it inside
-        ``precision``.
+        in pieces of the ``chunk`` setting (0: at once), blocked until ready once, after the
+        last piece; call it inside ``precision``.
 
         Every piece has ``piece_size(n, chunk)`` cases (at most ``chunk``, equal pieces rounded
         up to a multiple of ``PIECE_QUANTUM``), so one compiled shape serves them all: the last piece
@@ -235,7 +235,10 @@ class JaxBatchedAdapter:
         at 65,536 cases in pieces of 1,024, slicing six arrays one by one cost about 35 ms of
         dispatches, a seventh of linrax-hold's run on a 2-core CPU. The pieces' outputs are
         joined by one jitted dispatch too (``piece_joiner``): slicing the last piece and
-        concatenating each output eagerly cost 10-20% of linrax-hold's planar exit batches."""
+        concatenating each output eagerly cost 10-20% of linrax-hold's planar exit batches.
+        Every piece is dispatched before any is waited for, so the host queues the next piece
+        while the device solves one (on a GPU, blocking after each piece left it idle for the
+        host's dispatch of the next)."""
         jax = import_jax()
         chunk = int(self.settings.get("chunk") or 0)
         n = arrays[0].shape[0]
@@ -247,7 +250,7 @@ class JaxBatchedAdapter:
         cut = piece_slicer(size)
         arrays = tuple(arrays)
         bounds = piece_bounds(n, size)
-        pieces = [jax.block_until_ready(tuple(solve(*cut(arrays, np.int32(begin))))) for begin, _skip in bounds]
+        pieces = [tuple(solve(*cut(arrays, np.int32(begin)))) for begin, _skip in bounds]
         return jax.block_until_ready(piece_joiner(bounds[-1][1])(pieces))
 
     def collect(self, raw, prepared):

@@ -245,6 +245,36 @@ def test_a_batch_solved_in_pieces_is_the_batch_solved_at_once(n, chunk):
     assert len(sizes) == (1 if chunk == 0 or n <= chunk else -(-n // chunk))
 
 
+def test_a_batch_in_pieces_dispatches_every_piece_before_waiting_once(monkeypatch):
+    """``chunked`` queues every piece and then waits once for the joined answers: a wait after
+    each piece kept the host from queueing the next one while the device solved (a GPU sat
+    idle between pieces)."""
+    _jax_ready("linrax-hold")
+    import jax
+    import jax.numpy as jnp
+
+    from solvers._jax import JaxBatchedAdapter
+
+    waits, waits_seen_by_piece = [], []
+    real_wait = jax.block_until_ready
+
+    def counting_wait(value):
+        waits.append(1)
+        return real_wait(value)
+
+    def solve(a):
+        waits_seen_by_piece.append(len(waits))
+        return jax.vmap(lambda x: (x + 1.0,))(a)
+
+    monkeypatch.setattr(jax, "block_until_ready", counting_wait)
+    adapter = JaxBatchedAdapter.__new__(JaxBatchedAdapter)
+    adapter.settings = {"chunk": 64}
+    (out,) = adapter.chunked(solve, (jnp.arange(300.0),))
+    np.testing.assert_array_equal(np.asarray(out), np.arange(300.0) + 1.0)
+    assert waits_seen_by_piece == [0] * 5  # five pieces of 64, all queued before any wait
+    assert len(waits) == 1
+
+
 @given(st.integers(2, 300_000), st.integers(1, 4096))
 def test_pieces_cover_a_batch_once_with_less_than_a_quantum_solved_twice_per_piece(n, chunk):
     """``piece_size`` / ``piece_bounds``: as many pieces as ``chunk`` needs, none larger than
