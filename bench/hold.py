@@ -159,12 +159,18 @@ def check(scene: HoldScene, solver: str | Adapter = "highs", margin: bool = True
     """
     if not isinstance(scene, HoldScene):
         raise ProblemError(f"scene: expected a problems.HoldScene, got {type(scene).__name__}")
-    one = check_batch([scene], solver, margin, tolerances, cap)
-    verdict = str(one.verdict[0])
-    witness = one.witness[0, : scene.k].copy() if verdict == "supported" else None
-    certificate = one.certificate[0].copy() if verdict == "unsupported" else None
-    exits = dict(zip(one.directions, one.exits[0].astype(float))) if margin and verdict == "supported" else {}
-    return HoldCheck(verdict, float(one.delta[0]), witness, certificate, exits, float(one.margin[0]))
+    return _one_check(check_batch([scene], solver, margin, tolerances, cap), 0, scene.k, margin)
+
+
+def _one_check(checks: HoldChecks, i: int, k: int, margin: bool) -> HoldCheck:
+    """Scene ``i`` of ``checks`` (its ``k`` generators) as a ``HoldCheck``: the witness only
+    when supported, the certificate only when unsupported, the exits only when supported
+    and asked for (``margin``)."""
+    verdict = str(checks.verdict[i])
+    witness = checks.witness[i, :k].copy() if verdict == "supported" else None
+    certificate = checks.certificate[i].copy() if verdict == "unsupported" else None
+    exits = dict(zip(checks.directions, checks.exits[i].astype(float))) if margin and verdict == "supported" else {}
+    return HoldCheck(verdict, float(checks.delta[i]), witness, certificate, exits, float(checks.margin[i]))
 
 
 def check_robust(scenes: list[HoldScene], solver: str | Adapter = "highs", margin: bool = True,
@@ -176,11 +182,24 @@ def check_robust(scenes: list[HoldScene], solver: str | Adapter = "highs", margi
     over corners, margin the smallest); unsupported if any corner is certified
     unsupported (that corner's delta and certificate, the largest delta); else uncertain
     (or failed, if any corner failed).
+
+    The corners are solved as batches (``check_batch``), one per shape of ``W`` and limits
+    (the corners of one pose share theirs: one batch), not one solve per corner.
     """
+    scenes = list(scenes)
     if not scenes:
         raise ProblemError("scenes: expected at least one scene (one per corner of the uncertainty box)")
+    strays = sorted({type(s).__name__ for s in scenes if not isinstance(s, HoldScene)})
+    if strays:
+        raise ProblemError(f"scenes: expected problems.HoldScene corners, got {', '.join(strays)}")
     adapter = _adapter(solver)
-    results = [check(s, adapter, margin, tolerances, cap) for s in scenes]
+    shapes = [(s.W.shape, s.limit_rows[0].shape) for s in scenes]
+    results: list[HoldCheck] = [None] * len(scenes)  # type: ignore[list-item]
+    for shape in dict.fromkeys(shapes):
+        at = [i for i, other in enumerate(shapes) if other == shape]
+        checks = check_batch([scenes[i] for i in at], adapter, margin, tolerances, cap)
+        for row, i in enumerate(at):
+            results[i] = _one_check(checks, row, scenes[i].k, margin)
     verdicts = [r.verdict for r in results]
     if "unsupported" in verdicts:
         worst = max((r for r in results if r.verdict == "unsupported"), key=lambda r: r.delta)

@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import problems
 import solvers
@@ -162,6 +164,72 @@ def test_robust_corners_and_worst_case_verdict():
     # a mixed set: worst case wins, margin is the smallest
     mixed = check_robust([problems.hold.with_need(base, needs[0]), problems.hold.with_need(one, needs[0])], "highs")
     assert mixed.verdict == "unsupported" and mixed.margin < 0
+
+
+def _worst_of_corner_checks(results, margin=True):
+    """The robust verdict from one ``check`` per corner (the rule ``check_robust`` states)."""
+    verdicts = [r.verdict for r in results]
+    if "unsupported" in verdicts:
+        return max((r for r in results if r.verdict == "unsupported"), key=lambda r: r.delta)
+    if all(v == "supported" for v in verdicts):
+        return ("supported", max(r.delta for r in results), {k: min(r.exits[k] for r in results) for k in results[0].exits},
+                min(r.margin for r in results) if margin else None)
+    return "failed" if "failed" in verdicts else "uncertain"
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.floats(0.1, 0.9), st.floats(0.0, 0.8), st.floats(0.0, 0.4), st.sampled_from(["AB", "B"]),
+       st.floats(0.0, 0.3))
+def test_robust_check_is_the_worst_of_its_corners_checked_one_by_one(mu, com_x, mass_spread, contact, push):
+    """``check_robust`` solves its corners as one batch per shape; its answer is the worst
+    case of checking each corner alone: verdict, delta, each exit and the margin."""
+    base = planar_box.scene(mu=mu, corners=contact)
+    needs = [planar_box.robust_need(m, c, 0.0, (push, 0, 0))
+             for _, m, c in corners((1 - mass_spread, 1 + mass_spread), (com_x, 0.0), 2)]
+    scenes = [problems.hold.with_need(base, nd) for nd in needs]
+    robust = check_robust(scenes, "highs")
+    expected = _worst_of_corner_checks([check(s, "highs") for s in scenes])
+    if isinstance(expected, str):
+        assert robust.verdict == expected
+    elif isinstance(expected, tuple):
+        verdict, delta, exits, margin = expected
+        assert robust.verdict == verdict
+        assert robust.delta == pytest.approx(delta, abs=1e-9)
+        assert robust.exits.keys() == exits.keys()
+        for key in exits:
+            assert robust.exits[key] == pytest.approx(exits[key], abs=1e-7)
+        assert robust.margin == pytest.approx(margin, abs=1e-7)
+    else:
+        assert robust.verdict == "unsupported"
+        assert robust.delta == pytest.approx(expected.delta, abs=1e-9)
+        assert robust.margin == pytest.approx(expected.margin, abs=1e-9)
+        np.testing.assert_allclose(robust.certificate, expected.certificate, atol=1e-9)
+
+
+def test_robust_check_solves_the_corners_of_a_shape_in_one_batch():
+    """Corners of one shape: one LP-1 solve and one exit solve for all of them (it was one of
+    each per corner); corners of two shapes: one batch per shape."""
+    adapter = solvers.get("highs")
+    calls = []
+    real_run = adapter.run
+
+    def counting_run(prepared):
+        calls.append(1)
+        return real_run(prepared)
+
+    adapter.run = counting_run
+    base = planar_box.scene(mu=0.5)
+    needs = [planar_box.robust_need(m, c, 0.0, (0, 0, 0)) for _, m, c in corners((0.8, 1.2), (0.5, 0.0), 2)]
+    assert check_robust([problems.hold.with_need(base, nd) for nd in needs], adapter).verdict == "supported"
+    assert len(needs) == 8 and len(calls) == 2  # LP-1 of the eight corners, then their exits
+    calls.clear()
+    one = planar_box.scene(mu=0.5, corners="B")
+    mixed = [problems.hold.with_need(base, needs[0]), problems.hold.with_need(one, needs[0]),
+             problems.hold.with_need(base, needs[1])]
+    assert check_robust(mixed, adapter).verdict == "unsupported"
+    assert len(calls) == 3  # the two AB corners: LP-1 and exits; the B corner: LP-1 (unsupported, no exits)
+    with pytest.raises(ProblemError, match="scenes: expected problems.HoldScene corners, got str"):
+        check_robust([mixed[0], "corner"], adapter)
 
 
 def test_robust_batch_keeps_one_lp_per_corner():
