@@ -31,61 +31,75 @@ from . import params as valid
 from .family import Family, Param
 
 from . import cube, planar_box, planar_exact
-from .hold import EXIT_CAP, exit_lp, lp1, with_need
+from .hold import EXIT_CAP, SceneBatch, exit_lp, lp1, with_need
 
 BASES = ("planar-box", "cube-3d")
 AMBIGUOUS = 1e-9
 
 
+def _planar_scenes(mu, tilt, push, disk_mu, height) -> SceneBatch:
+    """The padded corner-B scenes with a disk at ``height`` (l), as ``planar_box.scene(pad=True,
+    corners="B", disk_height=height, ...)`` builds them one at a time: ``mu``, ``tilt``,
+    ``disk_mu``, ``height`` (n,), ``push`` (n, 3) (m*g, m*g*l)."""
+    n = len(mu)
+    points = np.broadcast_to(planar_box.CORNERS["B"], (n, 2, 2))
+    W = np.concatenate([planar_box.floor_wrenches(points, mu), planar_box.disk_wrenches(height, disk_mu)], axis=2)
+    need = np.stack([np.sin(tilt), np.cos(tilt), np.zeros(n)], axis=1) - push
+    return SceneBatch(W, need, np.zeros((n, 0, W.shape[2])), np.zeros((n, 0)))
+
+
+def _uniform(rng_draws: np.ndarray, low: float, high: float) -> np.ndarray:
+    """``rng.uniform(low, high)`` of each ``rng.random()`` draw: the same numbers, in arrays."""
+    low, high = float(low), float(high)
+    return low + (high - low) * rng_draws
+
+
 def _planar(n: int, rng: np.random.Generator, eps: float, mu, tilt, push, disk_mu):
-    """Planar candidates are drawn in blocks and bracketed on a grid of disk heights."""
-    scenes, rows = [], []
+    """Planar candidates are drawn in blocks and bracketed on a grid of disk heights, with
+    array operations: each block's scenes are built, decided and bisected as arrays. The
+    numbers drawn are those of generator version 2 (one candidate at a time), in the same
+    order, so a seed gives version 2's scenes."""
     grid = np.linspace(-1.0, 1.0, 9)
-    drawn = 0
-    while len(scenes) < n:
+    pieces, metas, have, drawn = [], [], 0, 0
+    while have < n:
         if drawn > 200 * n + 1000:
             raise ProblemError("near-boundary: too few candidate scenes have a support boundary in disk height; "
                                "widen the mu / tilt / push ranges")
-        block = max(3 * (n - len(scenes)), 32)
+        block = max(3 * (n - have), 32)
         drawn += block
-        cand = [{"mu": rng.uniform(*mu), "tilt": rng.uniform(*tilt),
-                 "push": tuple(rng.uniform(-h, h) for h in push), "corners": "B",
-                 "disk_mu": rng.uniform(*disk_mu)} for _ in range(block)]
+        u = rng.random((block, 6))  # per candidate: mu, tilt, push (f_x, f_z, tau), disk_mu
+        mu_, tilt_, disk_mu_ = _uniform(u[:, 0], *mu), _uniform(u[:, 1], *tilt), _uniform(u[:, 5], *disk_mu)
+        push_ = np.stack([_uniform(u[:, 2 + a], -h, h) for a, h in enumerate(push)], axis=1)
 
-        def at(heights):
-            built = [planar_box.scene(pad=True, disk_height=h, **c) for c, h in zip(cand, heights)]
-            return planar_exact.decide(np.stack([b.W for b in built]), np.stack([b.need for b in built]))["verdict"]
+        def at(heights, rows=slice(None)):
+            scenes = _planar_scenes(mu_[rows], tilt_[rows], push_[rows], disk_mu_[rows], heights)
+            return planar_exact.decide(scenes.W, scenes.need, margin=False)["verdict"]
 
         verdicts = np.stack([at(np.full(block, h)) for h in grid], axis=1)  # (block, grid)
-        lo, hi = np.full(block, np.nan), np.full(block, np.nan)
-        low_supported = np.zeros(block, bool)
-        for i in range(block):
-            for j in range(len(grid) - 1):
-                a, b = verdicts[i, j], verdicts[i, j + 1]
-                if {a, b} == {"supported", "unsupported"}:
-                    lo[i], hi[i], low_supported[i] = grid[j], grid[j + 1], a == "supported"
-                    break
-        keep = np.isfinite(lo)
+        supported, unsupported = verdicts == "supported", verdicts == "unsupported"
+        change = (supported[:, :-1] & unsupported[:, 1:]) | (unsupported[:, :-1] & supported[:, 1:])
+        # the first candidates with a boundary, as many as are still needed: only they are bisected
+        take = np.flatnonzero(change.any(axis=1))[:n - have]
+        first = np.argmax(change[take], axis=1)  # each one's first bracket
+        lo, hi = grid[first], grid[first + 1]
+        low_supported = supported[take, first]
         for _ in range(48):  # bisection to ~1e-14 l
-            mid = np.where(keep, 0.5 * (lo + hi), 0.0)
-            v = at(mid)
-            same_as_low = (v == "supported") == low_supported
-            lo = np.where(keep & same_as_low, mid, lo)
-            hi = np.where(keep & ~same_as_low, mid, hi)
-        for i in np.flatnonzero(keep):
-            if len(scenes) == n:
-                break
-            boundary = 0.5 * (lo[i] + hi[i])
-            h = float(np.clip(boundary + rng.uniform(-eps, eps), -1.0, 1.0))
-            distance = (boundary - h) if low_supported[i] else (h - boundary)
-            c = cand[i]
-            scenes.append(planar_box.scene(pad=True, disk_height=h, **c))
-            fx, fz, tau = c["push"]
-            rows.append({"case": len(rows), "base": "planar-box", "parameter": "disk_height", "value": h,
-                         "boundary": boundary, "distance": distance, "ambiguous": abs(distance) < AMBIGUOUS,
-                         "mu": c["mu"], "tilt": c["tilt"], "corners": c["corners"], "disk_mu": c["disk_mu"],
-                         "push_fx": fx, "push_fz": fz, "push_tau": tau})
-    return scenes, rows
+            mid = 0.5 * (lo + hi)
+            same_as_low = (at(mid, take) == "supported") == low_supported
+            lo, hi = np.where(same_as_low, mid, lo), np.where(same_as_low, hi, mid)
+        boundary = 0.5 * (lo + hi)
+        h = np.clip(boundary + rng.uniform(-eps, eps, size=len(take)), -1.0, 1.0)
+        distance = np.where(low_supported, boundary - h, h - boundary)
+        pieces.append(_planar_scenes(mu_[take], tilt_[take], push_[take], disk_mu_[take], h))
+        metas.append(pd.DataFrame({
+            "case": np.arange(have, have + len(take)), "base": "planar-box", "parameter": "disk_height", "value": h,
+            "boundary": boundary, "distance": distance, "ambiguous": np.abs(distance) < AMBIGUOUS,
+            "mu": mu_[take], "tilt": tilt_[take], "corners": "B", "disk_mu": disk_mu_[take],
+            "push_fx": push_[take, 0], "push_fz": push_[take, 1], "push_tau": push_[take, 2]}))
+        have += len(take)
+    scenes = SceneBatch(*(np.concatenate([getattr(p, f) for p in pieces]) for f in ("W", "need", "limit_B",
+                                                                                    "limit_fmax")))
+    return scenes, pd.concat(metas, ignore_index=True)
 
 
 def _linprog(lp):
@@ -152,9 +166,8 @@ def sample(n: int, seed: int, *, base: str = "planar-box", eps: float | None = N
         raise ProblemError(f"eps: expected a half-width > 0, got {eps!r}")
     rng = np.random.default_rng(seed)
     if base == "planar-box":
-        scenes, rows = _planar(int(n), rng, 0.04 if eps is None else eps, mu, tilt, push, disk_mu)
-    else:
-        scenes, rows = _cube(int(n), rng, 0.01 if eps is None else eps, dict(cube_params or {}))
+        return _planar(int(n), rng, 0.04 if eps is None else eps, mu, tilt, push, disk_mu)
+    scenes, rows = _cube(int(n), rng, 0.01 if eps is None else eps, dict(cube_params or {}))
     return scenes, pd.DataFrame(rows)
 
 

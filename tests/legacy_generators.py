@@ -1,5 +1,8 @@
 """The version-1 samplers of planar-box and cube-3d, scene by scene, kept only to show that
-the version-2 array samplers draw from the same distribution (``test_generation.py``).
+the version-2 array samplers draw from the same distribution, and near-boundary's planar
+sampler as it was before its blocks were built as arrays (one ``planar_box.scene`` per
+candidate and height), kept to show that the array form gives its bytes
+(``test_generation.py``).
 They build every scene with the public single-scene constructors (``planar_box.scene``,
 ``cube.scene``, ``hold.pad``), as version 1 did."""
 
@@ -8,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from problems import cube, planar_box
+from problems import cube, planar_box, planar_exact
 from problems.hold import SceneBatch, pad, with_need
 from problems.robust import corners
 
@@ -59,3 +62,51 @@ def cube_v1(n: int, seed: int, *, contacts=(1, 4), mu=(0.2, 1.0), push=(0.3, 0.3
                      "faces": ",".join(c.face for c in cs), "mu_min": min(c.mu for c in cs),
                      **{f"push_{a}": v for a, v in zip(cube.AXES, p)}})
     return SceneBatch.of(scenes), pd.DataFrame(rows)
+
+
+def near_boundary_planar_scene_by_scene(n: int, seed: int, eps: float = 0.04, mu=(0.1, 0.8), tilt=(-0.3, 0.3),
+                                        push=(0.2, 0.2, 0.3), disk_mu=(0.1, 0.8)):
+    """near-boundary's planar sampler (base planar-box) before the array form: ``(scenes,
+    meta)`` with a list of ``HoldScene``."""
+    rng = np.random.default_rng(seed)
+    scenes, rows = [], []
+    grid = np.linspace(-1.0, 1.0, 9)
+    while len(scenes) < n:
+        block = max(3 * (n - len(scenes)), 32)
+        cand = [{"mu": rng.uniform(*mu), "tilt": rng.uniform(*tilt),
+                 "push": tuple(rng.uniform(-h, h) for h in push), "corners": "B",
+                 "disk_mu": rng.uniform(*disk_mu)} for _ in range(block)]
+
+        def at(heights):
+            built = [planar_box.scene(pad=True, disk_height=h, **c) for c, h in zip(cand, heights)]
+            return planar_exact.decide(np.stack([b.W for b in built]), np.stack([b.need for b in built]))["verdict"]
+
+        verdicts = np.stack([at(np.full(block, h)) for h in grid], axis=1)
+        lo, hi = np.full(block, np.nan), np.full(block, np.nan)
+        low_supported = np.zeros(block, bool)
+        for i in range(block):
+            for j in range(len(grid) - 1):
+                a, b = verdicts[i, j], verdicts[i, j + 1]
+                if {a, b} == {"supported", "unsupported"}:
+                    lo[i], hi[i], low_supported[i] = grid[j], grid[j + 1], a == "supported"
+                    break
+        keep = np.isfinite(lo)
+        for _ in range(48):
+            mid = np.where(keep, 0.5 * (lo + hi), 0.0)
+            same_as_low = (at(mid) == "supported") == low_supported
+            lo = np.where(keep & same_as_low, mid, lo)
+            hi = np.where(keep & ~same_as_low, mid, hi)
+        for i in np.flatnonzero(keep):
+            if len(scenes) == n:
+                break
+            boundary = 0.5 * (lo[i] + hi[i])
+            h = float(np.clip(boundary + rng.uniform(-eps, eps), -1.0, 1.0))
+            distance = (boundary - h) if low_supported[i] else (h - boundary)
+            c = cand[i]
+            scenes.append(planar_box.scene(pad=True, disk_height=h, **c))
+            fx, fz, tau = c["push"]
+            rows.append({"case": len(rows), "base": "planar-box", "parameter": "disk_height", "value": h,
+                         "boundary": boundary, "distance": distance, "ambiguous": abs(distance) < 1e-9,
+                         "mu": c["mu"], "tilt": c["tilt"], "corners": c["corners"], "disk_mu": c["disk_mu"],
+                         "push_fx": fx, "push_fz": fz, "push_tau": tau})
+    return scenes, pd.DataFrame(rows)
