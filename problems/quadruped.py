@@ -47,7 +47,7 @@ from . import params as valid
 from .family import Family, Param
 
 from . import contacts
-from .hold import HoldScene
+from .hold import HoldScene, SceneBatch
 
 FEET = ("FL", "FR", "BL", "BR")
 HALF_LENGTH = 0.20
@@ -244,12 +244,38 @@ def sample(n: int, seed: int, stance: str = "random", edges: int = 4,
     return scenes, pd.DataFrame(rows)
 
 
+def hold_batch(scenes) -> SceneBatch:
+    """The hold tests of ``scenes`` (``QuadrupedScene``s of one ``height`` and ``edges``) as
+    arrays: ``QuadrupedScene.hold`` of each, computed for the batch at once by the same
+    operations (the same bytes), with no ``HoldScene`` per scene."""
+    height, edges = scenes[0].height, scenes[0].edges
+    if any(s.height != height or s.edges != edges for s in scenes):
+        raise ProblemError("scenes: expected one height and one number of edges across the batch")
+    mu = np.array([s.mu for s in scenes])
+    wrench = np.array([s.wrench for s in scenes])  # (n, 6)
+    weight = np.array([s.weight for s in scenes])
+    in_stance = np.array([s.in_stance for s in scenes])  # (n, 4)
+    normal = np.array([0.0, 1.0, 0.0])
+    t1, t2 = contacts.tangent_basis(normal)
+    th = np.pi / edges + 2 * np.pi * np.arange(edges) / edges
+    forces = normal[:, None] + mu[:, None, None] * (np.outer(t1, np.cos(th)) + np.outer(t2, np.sin(th)))  # (n, 3, E)
+    blocks = []
+    for i, p in enumerate(foot_positions(height)):
+        lever = np.array([p[0], 0.0, p[2]])
+        moment = np.cross(lever, np.swapaxes(forces, 1, 2)) / HALF_LENGTH  # (n, E, 3)
+        G = np.concatenate([forces, np.swapaxes(moment, 1, 2)], axis=1)  # (n, 6, E)
+        blocks.append(np.where(in_stance[:, i, None, None], G, 0.0))
+    scale = np.stack([weight] * 3 + [weight * HALF_LENGTH] * 3, axis=1)
+    n = len(scenes)
+    return SceneBatch(np.concatenate(blocks, axis=2), wrench / scale, np.zeros((n, 0, 4 * edges)), np.zeros((n, 0)))
+
+
 def build(name: str, scenes, meta, kind: str, params):
     """``lp1``: the stance's hold test; ``qp``: inner pyramids; ``socp``: circular cones."""
     from .kinds import get_kind
 
     if kind == "lp1":
-        return get_kind("lp1").build(name, [s.hold() for s in scenes], meta, params, axes=contacts.AXES)
+        return get_kind("lp1").build(name, hold_batch(scenes), meta, params, axes=contacts.AXES)
     cone = "pyramid" if kind == "qp" else "circular"
     return get_kind(kind).build(name, [s.qp(cone) for s in scenes], meta.assign(cone=cone), params)
 
