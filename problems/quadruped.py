@@ -277,7 +277,37 @@ def build(name: str, scenes, meta, kind: str, params):
     if kind == "lp1":
         return get_kind("lp1").build(name, hold_batch(scenes), meta, params, axes=contacts.AXES)
     cone = "pyramid" if kind == "qp" else "circular"
-    return get_kind(kind).build(name, [s.qp(cone) for s in scenes], meta.assign(cone=cone), params)
+    return get_kind(kind).build_arrays(name, **qp_arrays(scenes, cone), meta=meta.assign(cone=cone), params=params)
+
+
+def qp_arrays(scenes, cone: str = "pyramid") -> dict[str, np.ndarray]:
+    """``QuadrupedScene.qp(cone)`` of every scene (one ``height`` and ``edges``) as stacked
+    arrays for ``QpKind.build_arrays``, by the same operations (the same bytes)."""
+    if cone not in CONES:
+        raise ProblemError(f"cone: expected one of {list(CONES)}, got {cone!r}")
+    height, edges = scenes[0].height, scenes[0].edges
+    if any(s.height != height or s.edges != edges for s in scenes):
+        raise ProblemError("scenes: expected one height and one number of edges across the batch")
+    B, n = len(scenes), 12
+    in_stance = np.array([s.in_stance for s in scenes])  # (B, 4)
+    A_eq = np.zeros((B, 6, 12))
+    for i, p in enumerate(foot_positions(height)):  # each foot's columns, as wrench_matrix writes them
+        block = np.vstack([np.eye(3), _skew(np.array([p[0], 0.0, p[2]]))])  # (6, 3), its -0.0 entries kept
+        A_eq[:, :, 3 * i:3 * i + 3] = np.where(in_stance[:, i, None, None], block, 0.0)
+    arrays = {"c": np.zeros((B, n)), "A_eq": A_eq, "b_eq": np.array([s.wrench for s in scenes]),
+              "P": np.broadcast_to(2.0 * np.eye(n), (B, n, n)).copy(), "lb": np.full((B, n), -np.inf)}
+    mu = np.array([s.mu for s in scenes])
+    if cone == "pyramid":
+        phi = 2 * np.pi * np.arange(edges) / edges
+        G = np.zeros((B, 4 * edges, 12))
+        for i in range(4):
+            G[:, i * edges:(i + 1) * edges, 3 * i] = np.cos(phi)
+            G[:, i * edges:(i + 1) * edges, 3 * i + 1] = -mu[:, None] * np.cos(np.pi / edges)
+            G[:, i * edges:(i + 1) * edges, 3 * i + 2] = np.sin(phi)
+        return {**arrays, "A_ub": G, "b_ub": np.zeros((B, 4 * edges))}
+    cones = np.array([[3 * i + 1, 3 * i, 3 * i + 2] for i in range(4)])
+    return {**arrays, "A_ub": np.zeros((B, 0, n)), "b_ub": np.zeros((B, 0)), "cones": cones,
+            "cone_mu": np.repeat(mu[:, None], 4, axis=1)}
 
 
 FAMILY = Family(

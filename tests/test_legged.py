@@ -291,3 +291,31 @@ def test_quadruped_hold_tests_built_as_arrays_are_each_scenes_own_bytes(n, seed,
 def test_quadruped_hold_batch_needs_one_height_and_edge_count():
     with pytest.raises(ProblemError, match="scenes: expected one height and one number of edges"):
         quadruped.hold_batch([quadruped.scene(height=0.3), quadruped.scene(height=0.4)])
+
+
+@pytest.mark.parametrize("cone", ["pyramid", "circular"])
+@pytest.mark.parametrize(("n", "seed", "params"), [(120, 0, {}), (30, 2, {"edges": 6, "height": 0.4}),
+                                                   (12, 1, {"stance": "FL,BR"})])
+def test_quadruped_qps_built_as_arrays_are_each_scenes_own_bytes(cone, n, seed, params):
+    """``quadruped.qp_arrays`` (the ``qp`` and ``socp`` kinds' builder) gives the stack of
+    every scene's ``QuadrupedScene.qp(cone)`` byte for byte, the wrench matrix's ``-0.0``
+    entries included (a sum over feet had turned them into ``+0.0``)."""
+    scenes, _ = quadruped.sample(n, seed, **params)
+    arrays = quadruped.qp_arrays(scenes, cone)
+    one_by_one = [s.qp(cone) for s in scenes]
+    for name, mine in arrays.items():
+        theirs = one_by_one[0].cones if name == "cones" else np.stack([np.asarray(getattr(q, name), float)
+                                                                       for q in one_by_one])
+        assert mine.shape == theirs.shape and mine.tobytes() == np.asarray(theirs).tobytes(), name
+    assert set(arrays) == {"c", "A_eq", "b_eq", "P", "lb", "A_ub", "b_ub"} | (
+        {"cones", "cone_mu"} if cone == "circular" else set())
+
+
+def test_qp_kind_from_arrays_needs_one_meta_row_per_problem():
+    from problems.kinds import get_kind
+
+    scenes, meta = quadruped.sample(4, 0)
+    with pytest.raises(ProblemError, match="meta: expected 4 rows"):
+        get_kind("qp").build_arrays("quadruped", **quadruped.qp_arrays(scenes), meta=meta.iloc[:3])
+    with pytest.raises(ProblemError, match="cone: expected one of"):
+        quadruped.qp_arrays(scenes, "elliptic")

@@ -278,11 +278,23 @@ class QpKind(Kind):
             raise ProblemError("qps: expected the same cone indices in every problem of the batch")
         P = None if getattr(qps[0], "P", None) is None else stack("P")
         lb = None if getattr(qps[0], "lb", None) is None else stack("lb")
+        return self.build_arrays(family, stack("c"), stack("A_eq"), stack("b_eq"), stack("A_ub"), stack("b_ub"),
+                                 meta, params, P=P, lb=lb, cones=cones,
+                                 cone_mu=None if cones is None else stack("cone_mu"))
+
+    def build_arrays(self, family: str, c, A_eq, b_eq, A_ub, b_ub, meta: pd.DataFrame,
+                     params: dict[str, Any] | None = None, *, P=None, lb=None, cones=None,
+                     cone_mu=None) -> ProblemBatch:
+        """A batch from stacked arrays (``build``'s stacks, for a family that computes them for
+        the whole batch at once): ``c`` (B, n), ``A_eq`` (B, m_eq, n), ``b_eq`` (B, m_eq),
+        ``A_ub`` (B, m_ub, n), ``b_ub`` (B, m_ub), ``P`` (B, n, n) or None, ``lb`` (B, n) or
+        None, ``cones`` (C, 3) cone indices shared by every problem and ``cone_mu`` (B, C)."""
+        if len(meta) != len(c):
+            raise ProblemError(f"meta: expected {len(c)} rows (one per problem), got {len(meta)}")
         return ProblemBatch(
-            family, self.name, stack("c"), stack("A_eq"), stack("b_eq"), stack("A_ub"), stack("b_ub"),
-            meta.assign(scene_index=np.arange(len(qps))).reset_index(drop=True), dict(params or {}),
-            P, lb, None if cones is None else np.asarray(cones, dtype=np.int64),
-            None if cones is None else stack("cone_mu"))
+            family, self.name, c, A_eq, b_eq, A_ub, b_ub,
+            meta.assign(scene_index=np.arange(len(c))).reset_index(drop=True), dict(params or {}),
+            P, lb, None if cones is None else np.asarray(cones, dtype=np.int64), cone_mu)
 
     def solve_reference(self, batch):
         """The reference's answers, completed where it says ``UNBOUNDED`` (``complete_unbounded``)."""
