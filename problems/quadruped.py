@@ -208,10 +208,79 @@ def _check_stance(value):
     return value
 
 
+@dataclass(frozen=True)
+class QuadrupedBatch:
+    """``n`` quadruped scenes of one ``height`` and ``edges`` as arrays (the sampler's output):
+    ``in_stance`` (n, 4) bool in ``FEET`` order, ``push`` (n, 2) ``(F_x, F_z)`` N, ``torque``
+    (n, 2) ``(roll, pitch)`` N m about O, ``mu`` (n,), ``weight`` (n,) N. ``batch[i]`` is case
+    ``i``'s ``QuadrupedScene`` (for inspection; the builders never make one)."""
+
+    in_stance: np.ndarray
+    push: np.ndarray
+    torque: np.ndarray
+    mu: np.ndarray
+    weight: np.ndarray
+    height: float = HEIGHT
+    edges: int = 4
+
+    @classmethod
+    def of(cls, scenes) -> "QuadrupedBatch":
+        """The batch of ``scenes`` (``QuadrupedScene``s of one height and edge count; a
+        ``QuadrupedBatch`` is returned as it is)."""
+        if isinstance(scenes, QuadrupedBatch):
+            return scenes
+        if not len(scenes):
+            raise ProblemError("scenes: expected at least one scene")
+        height, edges = scenes[0].height, scenes[0].edges
+        if any(s.height != height or s.edges != edges for s in scenes):
+            raise ProblemError("scenes: expected one height and one number of edges across the batch")
+        return cls(np.array([s.in_stance for s in scenes]), np.array([s.push for s in scenes], float),
+                   np.array([s.torque for s in scenes], float), np.array([s.mu for s in scenes], float),
+                   np.array([s.weight for s in scenes], float), height, edges)
+
+    def __len__(self) -> int:
+        return len(self.mu)
+
+    def __getitem__(self, i: int) -> QuadrupedScene:
+        stance = tuple(f for f, on in zip(FEET, self.in_stance[i]) if on)
+        return QuadrupedScene(stance, tuple(float(v) for v in self.push[i]), tuple(float(v) for v in self.torque[i]),
+                              float(self.mu[i]), float(self.weight[i]), self.height, self.edges)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    @property
+    def wrench(self) -> np.ndarray:
+        """(n, 6) ``(F_des, M_des)`` about O, as ``QuadrupedScene.wrench``."""
+        zero = np.zeros(len(self))
+        return np.stack([self.push[:, 0], self.weight, self.push[:, 1], self.torque[:, 0], zero, self.torque[:, 1]],
+                        axis=1)
+
+
+#: ``STANCES`` as (11, 4) masks in ``FEET`` order
+STANCE_MASKS = np.array([[f in s.split(",") for f in FEET] for s in STANCES])
+
+
+def _consistent_torques(in_stance: np.ndarray, push: np.ndarray, torque: np.ndarray, weight: np.ndarray,
+                        height: float) -> np.ndarray:
+    """``_consistent_torque`` of many two-foot scenes: ``in_stance`` (n, 4) with two feet
+    each, ``push``, ``torque`` (n, 2), ``weight`` (n,); returns the moved torques (n, 2)."""
+    lever = foot_positions(height) * np.array([1.0, 0.0, 1.0])  # (4, 3): (x, 0, z)
+    feet = np.argsort(~in_stance, axis=1, kind="stable")[:, :2]  # the two stance feet, in FEET order
+    p1, p2 = lever[feet[:, 0]], lever[feet[:, 1]]
+    d = p2 - p1
+    F = np.stack([push[:, 0], weight, push[:, 1]], axis=1)
+    M = np.stack([torque[:, 0], np.zeros(len(weight)), torque[:, 1]], axis=1)
+    dot = lambda a, b: np.einsum("ij,ij->i", a, b)  # noqa: E731
+    M = M + ((dot(F, np.cross(p2, p1)) - dot(d, M)) / dot(d, d))[:, None] * d
+    return M[:, [0, 2]]
+
+
 def sample(n: int, seed: int, stance: str = "random", edges: int = 4,
            mu=(0.3, 1.0), weight=(60.0, 140.0), push: float = 0.6, torque: float = 0.04,
-           height: float = HEIGHT) -> tuple[list[QuadrupedScene], pd.DataFrame]:
-    """``n`` random scenes and their meta rows.
+           height: float = HEIGHT) -> tuple[QuadrupedBatch, pd.DataFrame]:
+    """``n`` random scenes and their meta rows, drawn with array operations (generator
+    version 2; version 1 drew scene by scene: the same distribution, other bytes).
 
     ``stance`` one of ``STANCES`` or ``"random"`` (uniform over the 11); ``mu`` and
     ``weight`` (N) uniform in their intervals; each push component uniform in
@@ -223,38 +292,39 @@ def sample(n: int, seed: int, stance: str = "random", edges: int = 4,
         raise ProblemError(f"n: expected a positive integer, got {n!r}")
     if stance != "random" and parse_stance(stance) not in [parse_stance(s) for s in STANCES]:
         raise ProblemError(f"stance: expected 'random' or one of {list(STANCES)}, got {stance!r}")
+    check = scene(mu=float(np.min(mu)), weight=float(np.min(weight)), height=height, edges=edges)  # the checks
+    n = int(n)
     rng = np.random.default_rng(seed)
-    scenes, rows = [], []
-    for i in range(n):
-        st = parse_stance(STANCES[rng.integers(len(STANCES))] if stance == "random" else stance)
-        mu_i = float(rng.uniform(*mu)) if isinstance(mu, (tuple, list)) else float(mu)
-        w_i = float(rng.uniform(*weight)) if isinstance(weight, (tuple, list)) else float(weight)
-        push_i = rng.uniform(-1, 1, 2) * push * mu_i * w_i
-        torque_i = rng.uniform(-1, 1, 2) * torque * w_i
-        consistent = len(st) == 2 and rng.random() < 0.5
-        if consistent:
-            torque_i = _consistent_torque(st, push_i, torque_i, w_i, height)
-        s = scene(",".join(st), push_i, torque_i, mu_i, w_i, height, edges)
-        A = s.wrench_matrix()
-        rank = int(np.linalg.matrix_rank(A))
-        rows.append({"case": i, "stance": ",".join(st), "n_feet": len(st), "push_x": push_i[0], "push_z": push_i[1],
-                     "roll": torque_i[0], "pitch": torque_i[1], "mu": mu_i, "weight": w_i, "height": height,
-                     "edges": edges, "consistent_torque": consistent, "rank": rank, "rank_deficient": rank < 6})
-        scenes.append(s)
-    return scenes, pd.DataFrame(rows)
+    which = rng.integers(len(STANCES), size=n) if stance == "random" else \
+        np.full(n, STANCES.index(",".join(parse_stance(stance))))
+    draw = lambda r: rng.uniform(*r, size=n) if isinstance(r, (tuple, list)) else np.full(n, float(r))  # noqa: E731
+    mu_, w_ = draw(mu), draw(weight)
+    push_ = rng.uniform(-1, 1, (n, 2)) * push * mu_[:, None] * w_[:, None]
+    torque_ = rng.uniform(-1, 1, (n, 2)) * torque * w_[:, None]
+    in_stance = STANCE_MASKS[which]
+    n_feet = in_stance.sum(axis=1)
+    consistent = (n_feet == 2) & (rng.random(n) < 0.5)
+    if consistent.any():
+        torque_[consistent] = _consistent_torques(in_stance[consistent], push_[consistent], torque_[consistent],
+                                                  w_[consistent], check.height)
+    ranks = np.array([np.linalg.matrix_rank(QuadrupedScene(tuple(s.split(",")), (0.0, 0.0), (0.0, 0.0), 1.0, 1.0,
+                                                           check.height, check.edges).wrench_matrix())
+                      for s in STANCES])[which]
+    batch = QuadrupedBatch(in_stance, push_, torque_, mu_, w_, check.height, check.edges)
+    rows = pd.DataFrame({"case": np.arange(n), "stance": np.array(STANCES, dtype=object)[which], "n_feet": n_feet,
+                         "push_x": push_[:, 0], "push_z": push_[:, 1], "roll": torque_[:, 0], "pitch": torque_[:, 1],
+                         "mu": mu_, "weight": w_, "height": check.height, "edges": check.edges,
+                         "consistent_torque": consistent, "rank": ranks, "rank_deficient": ranks < 6})
+    return batch, rows
 
 
 def hold_batch(scenes) -> SceneBatch:
-    """The hold tests of ``scenes`` (``QuadrupedScene``s of one ``height`` and ``edges``) as
-    arrays: ``QuadrupedScene.hold`` of each, computed for the batch at once by the same
+    """The hold tests of ``scenes`` (a ``QuadrupedBatch``, or ``QuadrupedScene``s of one
+    ``height`` and ``edges``) as arrays: ``QuadrupedScene.hold`` of each, computed for the batch at once by the same
     operations (the same bytes), with no ``HoldScene`` per scene."""
-    height, edges = scenes[0].height, scenes[0].edges
-    if any(s.height != height or s.edges != edges for s in scenes):
-        raise ProblemError("scenes: expected one height and one number of edges across the batch")
-    mu = np.array([s.mu for s in scenes])
-    wrench = np.array([s.wrench for s in scenes])  # (n, 6)
-    weight = np.array([s.weight for s in scenes])
-    in_stance = np.array([s.in_stance for s in scenes])  # (n, 4)
+    batch = QuadrupedBatch.of(scenes)
+    height, edges, mu, weight, in_stance, wrench = (batch.height, batch.edges, batch.mu, batch.weight,
+                                                    batch.in_stance, batch.wrench)
     normal = np.array([0.0, 1.0, 0.0])
     t1, t2 = contacts.tangent_basis(normal)
     th = np.pi / edges + 2 * np.pi * np.arange(edges) / edges
@@ -266,7 +336,7 @@ def hold_batch(scenes) -> SceneBatch:
         G = np.concatenate([forces, np.swapaxes(moment, 1, 2)], axis=1)  # (n, 6, E)
         blocks.append(np.where(in_stance[:, i, None, None], G, 0.0))
     scale = np.stack([weight] * 3 + [weight * HALF_LENGTH] * 3, axis=1)
-    n = len(scenes)
+    n = len(batch)
     return SceneBatch(np.concatenate(blocks, axis=2), wrench / scale, np.zeros((n, 0, 4 * edges)), np.zeros((n, 0)))
 
 
@@ -281,22 +351,21 @@ def build(name: str, scenes, meta, kind: str, params):
 
 
 def qp_arrays(scenes, cone: str = "pyramid") -> dict[str, np.ndarray]:
-    """``QuadrupedScene.qp(cone)`` of every scene (one ``height`` and ``edges``) as stacked
+    """``QuadrupedScene.qp(cone)`` of every scene (a ``QuadrupedBatch``, or scenes of one
+    ``height`` and ``edges``) as stacked
     arrays for ``QpKind.build_arrays``, by the same operations (the same bytes)."""
     if cone not in CONES:
         raise ProblemError(f"cone: expected one of {list(CONES)}, got {cone!r}")
-    height, edges = scenes[0].height, scenes[0].edges
-    if any(s.height != height or s.edges != edges for s in scenes):
-        raise ProblemError("scenes: expected one height and one number of edges across the batch")
-    B, n = len(scenes), 12
-    in_stance = np.array([s.in_stance for s in scenes])  # (B, 4)
+    batch = QuadrupedBatch.of(scenes)
+    height, edges, in_stance = batch.height, batch.edges, batch.in_stance
+    B, n = len(batch), 12
     A_eq = np.zeros((B, 6, 12))
     for i, p in enumerate(foot_positions(height)):  # each foot's columns, as wrench_matrix writes them
         block = np.vstack([np.eye(3), _skew(np.array([p[0], 0.0, p[2]]))])  # (6, 3), its -0.0 entries kept
         A_eq[:, :, 3 * i:3 * i + 3] = np.where(in_stance[:, i, None, None], block, 0.0)
-    arrays = {"c": np.zeros((B, n)), "A_eq": A_eq, "b_eq": np.array([s.wrench for s in scenes]),
+    arrays = {"c": np.zeros((B, n)), "A_eq": A_eq, "b_eq": batch.wrench,
               "P": np.broadcast_to(2.0 * np.eye(n), (B, n, n)).copy(), "lb": np.full((B, n), -np.inf)}
-    mu = np.array([s.mu for s in scenes])
+    mu = batch.mu
     if cone == "pyramid":
         phi = 2 * np.pi * np.arange(edges) / edges
         G = np.zeros((B, 4 * edges, 12))
@@ -329,4 +398,5 @@ FAMILY = Family(
               valid.number(ge=0)),
         Param("height", "float > 0", HEIGHT, "hip height, m", valid.number(gt=0)),
     ),
+    version=2,  # 2: drawn with array operations (version 1 drew scene by scene: the same distribution)
 )

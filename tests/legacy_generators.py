@@ -1,4 +1,4 @@
-"""The version-1 samplers of planar-box and cube-3d, scene by scene, kept only to show that
+"""The version-1 samplers of planar-box, cube-3d and quadruped, scene by scene, kept only to show that
 the version-2 array samplers draw from the same distribution, and near-boundary's planar
 sampler as it was before its blocks were built as arrays (one ``planar_box.scene`` per
 candidate and height), kept to show that the array form gives its bytes
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from problems import cube, planar_box, planar_exact
+from problems import cube, planar_box, planar_exact, quadruped
 from problems.hold import SceneBatch, pad, with_need
 from problems.robust import corners
 
@@ -109,4 +109,29 @@ def near_boundary_planar_scene_by_scene(n: int, seed: int, eps: float = 0.04, mu
                          "boundary": boundary, "distance": distance, "ambiguous": abs(distance) < 1e-9,
                          "mu": c["mu"], "tilt": c["tilt"], "corners": c["corners"], "disk_mu": c["disk_mu"],
                          "push_fx": fx, "push_fz": fz, "push_tau": tau})
+    return scenes, pd.DataFrame(rows)
+
+
+def quadruped_v1(n: int, seed: int, stance: str = "random", edges: int = 4, mu=(0.3, 1.0), weight=(60.0, 140.0),
+                 push: float = 0.6, torque: float = 0.04, height: float = quadruped.HEIGHT):
+    """quadruped's version-1 sampler, one scene at a time (``(scenes, meta)``)."""
+    rng = np.random.default_rng(seed)
+    scenes, rows = [], []
+    for i in range(n):
+        st = quadruped.parse_stance(quadruped.STANCES[rng.integers(len(quadruped.STANCES))]
+                                    if stance == "random" else stance)
+        mu_i = float(rng.uniform(*mu)) if isinstance(mu, (tuple, list)) else float(mu)
+        w_i = float(rng.uniform(*weight)) if isinstance(weight, (tuple, list)) else float(weight)
+        push_i = rng.uniform(-1, 1, 2) * push * mu_i * w_i
+        torque_i = rng.uniform(-1, 1, 2) * torque * w_i
+        consistent = len(st) == 2 and rng.random() < 0.5
+        if consistent:
+            torque_i = quadruped._consistent_torque(st, push_i, torque_i, w_i, height)
+        s = quadruped.scene(",".join(st), push_i, torque_i, mu_i, w_i, height, edges)
+        A = s.wrench_matrix()
+        rank = int(np.linalg.matrix_rank(A))
+        rows.append({"case": i, "stance": ",".join(st), "n_feet": len(st), "push_x": push_i[0], "push_z": push_i[1],
+                     "roll": torque_i[0], "pitch": torque_i[1], "mu": mu_i, "weight": w_i, "height": height,
+                     "edges": edges, "consistent_torque": consistent, "rank": rank, "rank_deficient": rank < 6})
+        scenes.append(s)
     return scenes, pd.DataFrame(rows)

@@ -183,3 +183,46 @@ def test_near_boundary_planar_in_arrays_gives_the_scene_by_scene_samplers_bytes(
         assert np.array_equal(getattr(scenes, field), getattr(old, field)), field
     pd.testing.assert_frame_equal(meta, old_meta, check_exact=True)
     assert (meta["distance"].abs() <= params.get("eps", 0.04) + 1e-12).all()
+
+
+@pytest.mark.parametrize("params", [{}, {"stance": "FL,BR", "mu": 0.5}], ids=["random", "two-feet"])
+def test_quadruped_version_2_samples_the_distribution_of_version_1(params):
+    """quadruped's array sampler (version 2) against its scene-by-scene version 1: the same
+    meta columns, stance and consistent-torque frequencies, moments and support of every
+    drawn number, and the same LP-1 and QP problems for the same drawn parameters."""
+    from problems import quadruped
+    from tests.legacy_generators import quadruped_v1
+
+    old_scenes, old = quadruped_v1(N, 1, **params)
+    batch, new = quadruped.sample(N, 2, **params)
+    assert list(new.columns) == list(old.columns)
+    assert_same_distribution("stance", frequencies(old["stance"], quadruped.STANCES),
+                             frequencies(new["stance"], quadruped.STANCES))
+    two_old, two_new = old["n_feet"] == 2, new["n_feet"] == 2
+    assert_same_distribution("consistent", old["consistent_torque"][two_old].to_numpy(float),
+                             new["consistent_torque"][two_new].to_numpy(float))
+    for columns in (["push_x", "push_z", "mu", "weight"], ["roll", "pitch"]):
+        for feet in (2, 3, 4):
+            if (old["n_feet"] == feet).any():
+                assert_same_distribution(f"{columns} ({feet} feet)", old.loc[old["n_feet"] == feet, columns],
+                                         new.loc[new["n_feet"] == feet, columns])
+    for column in ("rank", "height", "edges", "n_feet"):  # functions of the stance: equal per stance
+        assert (old.groupby("stance")[column].first() == new.groupby("stance")[column].first()).all(), column
+    # the builders are functions of the drawn parameters: version 1's scenes through version 2's builders
+    again = quadruped.QuadrupedBatch.of(old_scenes[:300])
+    assert quadruped.hold_batch(again).W.tobytes() == SceneBatch.of([s.hold() for s in old_scenes[:300]]).W.tobytes()
+    assert quadruped.qp_arrays(again)["A_ub"].tobytes() == np.stack([s.qp().A_ub for s in old_scenes[:300]]).tobytes()
+
+
+def test_quadruped_version_2_recorded_and_consistent_torques_are_realisable():
+    """Version 2 is recorded in the batch; a consistent two-foot torque equals version 1's
+    scalar ``_consistent_torque`` of the same draw (so the pair can realise the wrench)."""
+    from problems import quadruped
+
+    batch = problems.generate("quadruped", 400, 5, kind="lp1")
+    assert batch.params["generator_version"] == 2
+    scenes, meta = quadruped.sample(400, 5)
+    for i in np.flatnonzero(meta["consistent_torque"].to_numpy())[:20]:
+        s = scenes[i]
+        np.testing.assert_allclose(s.torque, quadruped._consistent_torque(s.stance, s.push, s.torque, s.weight,
+                                                                           s.height), rtol=1e-12, atol=1e-12)
