@@ -292,7 +292,8 @@ def sample(n: int, seed: int, stance: str = "random", edges: int = 4,
         raise ProblemError(f"n: expected a positive integer, got {n!r}")
     if stance != "random" and parse_stance(stance) not in [parse_stance(s) for s in STANCES]:
         raise ProblemError(f"stance: expected 'random' or one of {list(STANCES)}, got {stance!r}")
-    check = scene(mu=float(np.min(mu)), weight=float(np.min(weight)), height=height, edges=edges)  # the checks
+    # mu, weight, height and edges checked as one scene checks them (the lower ends of ranges)
+    checked = scene(mu=float(np.min(mu)), weight=float(np.min(weight)), height=height, edges=edges)
     n = int(n)
     rng = np.random.default_rng(seed)
     which = rng.integers(len(STANCES), size=n) if stance == "random" else \
@@ -306,22 +307,22 @@ def sample(n: int, seed: int, stance: str = "random", edges: int = 4,
     consistent = (n_feet == 2) & (rng.random(n) < 0.5)
     if consistent.any():
         torque_[consistent] = _consistent_torques(in_stance[consistent], push_[consistent], torque_[consistent],
-                                                  w_[consistent], check.height)
+                                                  w_[consistent], checked.height)
     ranks = np.array([np.linalg.matrix_rank(QuadrupedScene(tuple(s.split(",")), (0.0, 0.0), (0.0, 0.0), 1.0, 1.0,
-                                                           check.height, check.edges).wrench_matrix())
+                                                           checked.height, checked.edges).wrench_matrix())
                       for s in STANCES])[which]
-    batch = QuadrupedBatch(in_stance, push_, torque_, mu_, w_, check.height, check.edges)
+    batch = QuadrupedBatch(in_stance, push_, torque_, mu_, w_, checked.height, checked.edges)
     rows = pd.DataFrame({"case": np.arange(n), "stance": np.array(STANCES, dtype=object)[which], "n_feet": n_feet,
                          "push_x": push_[:, 0], "push_z": push_[:, 1], "roll": torque_[:, 0], "pitch": torque_[:, 1],
-                         "mu": mu_, "weight": w_, "height": check.height, "edges": check.edges,
+                         "mu": mu_, "weight": w_, "height": checked.height, "edges": checked.edges,
                          "consistent_torque": consistent, "rank": ranks, "rank_deficient": ranks < 6})
     return batch, rows
 
 
 def hold_batch(scenes) -> SceneBatch:
     """The hold tests of ``scenes`` (a ``QuadrupedBatch``, or ``QuadrupedScene``s of one
-    ``height`` and ``edges``) as arrays: ``QuadrupedScene.hold`` of each, computed for the batch at once by the same
-    operations (the same bytes), with no ``HoldScene`` per scene."""
+    ``height`` and ``edges``) as arrays: ``QuadrupedScene.hold`` of each, computed for the
+    batch at once by the same operations (the same bytes), with no ``HoldScene`` per scene."""
     batch = QuadrupedBatch.of(scenes)
     height, edges, mu, weight, in_stance, wrench = (batch.height, batch.edges, batch.mu, batch.weight,
                                                     batch.in_stance, batch.wrench)

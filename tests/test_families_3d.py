@@ -172,8 +172,8 @@ def _worst_of_corner_checks(results, margin=True):
     if "unsupported" in verdicts:
         return max((r for r in results if r.verdict == "unsupported"), key=lambda r: r.delta)
     if all(v == "supported" for v in verdicts):
-        return ("supported", max(r.delta for r in results), {k: min(r.exits[k] for r in results) for k in results[0].exits},
-                min(r.margin for r in results) if margin else None)
+        exits = {k: min(r.exits[k] for r in results) for k in results[0].exits}
+        return "supported", max(r.delta for r in results), exits, min(r.margin for r in results) if margin else None
     return "failed" if "failed" in verdicts else "uncertain"
 
 
