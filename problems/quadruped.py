@@ -186,14 +186,11 @@ def scene(stance: str = "FL,FR,BL,BR", push=(0.0, 0.0), torque=(0.0, 0.0), mu: f
 
 def _consistent_torque(stance: tuple[str, ...], push, torque, weight: float, height: float) -> np.ndarray:
     """For a two-foot stance, ``torque`` moved the least so that the wrench is realisable
-    by the pair without friction limits: ``d . M = F . (p2 x p1)`` with ``d = p2 - p1``."""
-    pos = {f: np.array([p[0], 0.0, p[2]]) for f, p in zip(FEET, foot_positions(height))}
-    p1, p2 = pos[stance[0]], pos[stance[1]]
-    d = p2 - p1
-    F = np.array([push[0], weight, push[1]])
-    M = np.array([torque[0], 0.0, torque[1]])
-    M = M + (F @ np.cross(p2, p1) - d @ M) / (d @ d) * d
-    return np.array([M[0], M[2]])
+    by the pair without friction limits: ``d . M = F . (p2 x p1)`` with ``d = p2 - p1``
+    (``_consistent_torques`` of this one scene)."""
+    in_stance = np.array([[f in stance for f in FEET]])
+    return _consistent_torques(in_stance, np.asarray(push, float)[None], np.asarray(torque, float)[None],
+                               np.array([float(weight)]), height)[0]
 
 
 def _check_stance(value):
@@ -263,8 +260,10 @@ STANCE_MASKS = np.array([[f in s.split(",") for f in FEET] for s in STANCES])
 
 def _consistent_torques(in_stance: np.ndarray, push: np.ndarray, torque: np.ndarray, weight: np.ndarray,
                         height: float) -> np.ndarray:
-    """``_consistent_torque`` of many two-foot scenes: ``in_stance`` (n, 4) with two feet
-    each, ``push``, ``torque`` (n, 2), ``weight`` (n,); returns the moved torques (n, 2)."""
+    """For many two-foot scenes, each ``torque`` moved the least so that its wrench is
+    realisable by its pair without friction limits: ``d . M = F . (p2 x p1)`` with
+    ``d = p2 - p1``. ``in_stance`` (n, 4) with two feet each, ``push``, ``torque`` (n, 2) N
+    and N m, ``weight`` (n,) N; returns the moved torques (n, 2) ``(roll, pitch)``."""
     lever = foot_positions(height) * np.array([1.0, 0.0, 1.0])  # (4, 3): (x, 0, z)
     feet = np.argsort(~in_stance, axis=1, kind="stable")[:, :2]  # the two stance feet, in FEET order
     p1, p2 = lever[feet[:, 0]], lever[feet[:, 1]]

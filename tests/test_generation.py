@@ -215,8 +215,9 @@ def test_quadruped_version_2_samples_the_distribution_of_version_1(params):
 
 
 def test_quadruped_version_2_recorded_and_consistent_torques_are_realisable():
-    """Version 2 is recorded in the batch; a consistent two-foot torque equals version 1's
-    scalar ``_consistent_torque`` of the same draw (so the pair can realise the wrench)."""
+    """Version 2 is recorded in the batch; a consistent two-foot torque is already
+    consistent: moving it again (``_consistent_torque``, the least move that lets the pair
+    realise the wrench) leaves it where it is."""
     from problems import quadruped
 
     batch = problems.generate("quadruped", 400, 5, kind="lp1")
