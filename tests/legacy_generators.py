@@ -1,8 +1,9 @@
 """The version-1 samplers of planar-box, cube-3d and quadruped, scene by scene, kept only to show that
 the version-2 array samplers draw from the same distribution, and near-boundary's planar
 sampler as it was before its blocks were built as arrays (one ``planar_box.scene`` per
-candidate and height), kept to show that the array form gives its bytes
-(``test_generation.py``).
+candidate and height), kept to show that the array form gives its bytes, and its cube-3d
+sampler of version 2 (candidate by candidate, two scipy LPs each), kept to show that version 3
+draws the same distribution (``test_generation.py``).
 They build every scene with the public single-scene constructors (``planar_box.scene``,
 ``cube.scene``, ``hold.pad``), as version 1 did."""
 
@@ -109,6 +110,41 @@ def near_boundary_planar_scene_by_scene(n: int, seed: int, eps: float = 0.04, mu
                          "boundary": boundary, "distance": distance, "ambiguous": abs(distance) < 1e-9,
                          "mu": c["mu"], "tilt": c["tilt"], "corners": c["corners"], "disk_mu": c["disk_mu"],
                          "push_fx": fx, "push_fz": fz, "push_tau": tau})
+    return scenes, pd.DataFrame(rows)
+
+
+def near_boundary_cube_v2(n: int, seed: int, eps: float = 0.01, cube_params: dict | None = None):
+    """near-boundary's cube-3d sampler (base cube-3d) of generator version 2, candidate by
+    candidate: one ``cube.sample(1, ...)`` and two scipy HiGHS LPs per candidate; ``(scenes,
+    meta)`` with a list of ``HoldScene``."""
+    from scipy.optimize import linprog
+
+    from problems.hold import EXIT_CAP, exit_lp, lp1
+
+    def solved(lp):
+        return linprog(lp.c, A_ub=lp.A_ub, b_ub=lp.b_ub, A_eq=lp.A_eq, b_eq=lp.b_eq, bounds=(0, None), method="highs")
+
+    rng = np.random.default_rng(seed)
+    scenes, rows = [], []
+    while len(scenes) < n:
+        draw = int(rng.integers(2**31))
+        [base], meta = cube.sample(1, draw, push=(0.0,) * 6, **(cube_params or {}))
+        u = rng.normal(size=6)
+        u /= np.linalg.norm(u)
+        held = solved(lp1(base))
+        if not (held.status == 0 and held.fun <= 1e-9):
+            continue
+        res = solved(exit_lp(base, -u, EXIT_CAP))
+        boundary = float(-res.fun) if res.status == 0 else float("nan")
+        if not (np.isfinite(boundary) and eps < boundary < EXIT_CAP * (1 - 1e-6)):
+            continue
+        s = boundary + rng.uniform(-eps, eps)
+        scenes.append(with_need(base, base.need - s * u))
+        row = meta.iloc[0].to_dict()
+        row.update({"case": len(rows), "base": "cube-3d", "parameter": "push_magnitude", "value": s,
+                    "boundary": boundary, "distance": boundary - s, "ambiguous": abs(boundary - s) < 1e-9,
+                    **{f"u_{a}": v for a, v in zip(cube.AXES, u)}})
+        rows.append(row)
     return scenes, pd.DataFrame(rows)
 
 

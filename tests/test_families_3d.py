@@ -138,6 +138,13 @@ def test_near_boundary_is_deterministic_and_validates():
     assert a.content_hash() == problems.generate("near-boundary", 10, 5).content_hash()
     with pytest.raises(ProblemError, match="base: expected planar-box or cube-3d, got 'sphere'"):
         problems.generate("near-boundary", 3, 0, base="sphere")
+    cube_base = problems.generate("near-boundary", 10, 5, base="cube-3d")
+    assert cube_base.content_hash() == problems.generate("near-boundary", 10, 5, base="cube-3d").content_hash()
+    assert cube_base.params["generator_version"] == 3
+    # near-boundary draws the push itself, and robust corners have no single boundary
+    for fixed in ({"push": (0.1,) * 6}, {"mass": (0.9, 1.1)}, {"com": (0.1, 0.1, 0.1)}):
+        with pytest.raises(ProblemError, match=f"cube_params: \\['{next(iter(fixed))}'\\] cannot be set here"):
+            problems.generate("near-boundary", 3, 0, base="cube-3d", cube_params=fixed)
 
 
 # ------------------------------------------------------------------------- robust
