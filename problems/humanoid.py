@@ -102,38 +102,14 @@ class HumanoidCase:
 
     def equality(self) -> tuple[np.ndarray, np.ndarray]:
         """``A`` (38, n_tau + 6 * standing feet) and ``b = g``."""
-        n_tau = self.n_tau
-        A = np.hstack([np.vstack([np.zeros((6, n_tau)), np.eye(n_tau)])] + [J.T for J in self.soles])
-        return A, self.g.copy()
+        A, b = equality_arrays(self.g[None], self.J_l[None], self.J_r[None], self.support)
+        return A[0], b[0]
 
     def qp(self, eps: float = 1e-4, mu: float = 0.7, friction: bool = False, torque_limits: bool = False) -> QP:
-        """The torque QP (see module docstring)."""
-        n_tau = self.n_tau
-        feet = len(self.soles)
-        n = n_tau + 6 * feet
-        A, b = self.equality()
-        lb = np.full(n, -np.inf)
-        offsets = [n_tau + 6 * k for k in range(feet)]
-        lb[[off + 2 for off in offsets]] = 0.0  # f_z >= 0 on each standing sole
-        rows = []
-        if friction:
-            k = mu / np.sqrt(2)
-            for off in offsets:
-                for axis in (0, 1):
-                    for sign in (1.0, -1.0):
-                        r = np.zeros(n)
-                        r[off + axis], r[off + 2] = sign, -k
-                        rows.append((r, 0.0))
-        if torque_limits:
-            for j in range(n_tau):
-                for sign in (1.0, -1.0):
-                    r = np.zeros(n)
-                    r[j] = sign
-                    rows.append((r, self.effort[j]))
-        A_ub = np.array([r for r, _ in rows]).reshape(len(rows), n)
-        b_ub = np.array([h for _, h in rows])
-        P = np.diag(np.concatenate([np.ones(n_tau), np.full(6 * feet, eps)]))
-        return QP(c=np.zeros(n), A_eq=A, b_eq=b, A_ub=A_ub, b_ub=b_ub, P=P, lb=lb)
+        """The torque QP (see module docstring): ``qp_arrays`` of this one posture."""
+        arrays = qp_arrays(self.g[None], self.J_l[None], self.J_r[None], self.effort, self.support, eps, mu,
+                           friction, torque_limits)
+        return QP(**{name: a[0] for name, a in arrays.items()})
 
     def unique_single_support_wrench(self) -> np.ndarray:
         """Seed 001's single-support wrench ``(J_u^T)^-1 g_u`` of the standing foot (6,)."""
@@ -149,27 +125,105 @@ class HumanoidCase:
         return f, tau
 
 
-def posture(q_actuated_offset: np.ndarray | None = None, support: str = "double") -> HumanoidCase:
-    """Statics at ``half_sitting`` plus ``q_actuated_offset`` (32,) radians, clipped to limits."""
+def equality_arrays(g, J_l, J_r, support: str) -> tuple[np.ndarray, np.ndarray]:
+    """The statics of ``n`` postures: ``A`` (n, 38, n_tau + 6 * standing feet) and ``b = g``
+    (n, 38), from ``g`` (n, 38) and the sole Jacobians ``J_l``, ``J_r`` (n, 6, 38)."""
+    n, nv = g.shape
+    n_tau = nv - 6
+    soles = {"double": [J_l, J_r], "left": [J_l], "right": [J_r]}[support]
+    joints = np.broadcast_to(np.vstack([np.zeros((6, n_tau)), np.eye(n_tau)]), (n, nv, n_tau))
+    return np.concatenate([joints] + [np.swapaxes(J, 1, 2) for J in soles], axis=2), g.copy()
+
+
+def qp_arrays(g, J_l, J_r, effort, support: str, eps: float = 1e-4, mu: float = 0.7, friction: bool = False,
+              torque_limits: bool = False) -> dict[str, np.ndarray]:
+    """The torque QPs of ``n`` postures (see module docstring) as stacked arrays for
+    ``QpKind.build_arrays``: ``c`` (n, v), ``A_eq`` (n, 38, v), ``b_eq`` (n, 38), ``A_ub``
+    (n, rows, v), ``b_ub`` (n, rows), ``P`` (n, v, v), ``lb`` (n, v) with ``v = n_tau + 6 *
+    standing feet``; only the statics depend on the posture (``g``, ``J_l``, ``J_r`` as in
+    ``equality_arrays``; ``effort`` (n_tau,) the joint torque limits, N m)."""
+    A, b = equality_arrays(g, J_l, J_r, support)
+    count, v = len(g), A.shape[2]
+    n_tau = g.shape[1] - 6
+    feet = (v - n_tau) // 6
+    offsets = [n_tau + 6 * k for k in range(feet)]
+    lb = np.full(v, -np.inf)
+    lb[[off + 2 for off in offsets]] = 0.0  # f_z >= 0 on each standing sole
+    rows, bounds = [], []
+    if friction:  # |f_x|, |f_y| <= mu / sqrt(2) f_z
+        k = mu / np.sqrt(2)
+        for off in offsets:
+            for axis in (0, 1):
+                for sign in (1.0, -1.0):
+                    r = np.zeros(v)
+                    r[off + axis], r[off + 2] = sign, -k
+                    rows.append(r)
+                    bounds.append(0.0)
+    if torque_limits:  # |tau_j| <= effort_j
+        for j in range(n_tau):
+            for sign in (1.0, -1.0):
+                r = np.zeros(v)
+                r[j] = sign
+                rows.append(r)
+                bounds.append(effort[j])
+    A_ub = np.array(rows).reshape(len(rows), v)
+    P = np.diag(np.concatenate([np.ones(n_tau), np.full(6 * feet, eps)]))
+    each = lambda a: np.broadcast_to(a, (count,) + a.shape).copy()  # noqa: E731
+    return {"c": np.zeros((count, v)), "A_eq": A, "b_eq": b, "A_ub": each(A_ub), "b_ub": each(np.array(bounds)),
+            "P": each(P), "lb": each(lb)}
+
+
+def statics(m, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(g (n, 38), J_l (n, 6, 38), J_r (n, 6, 38))``: generalized gravity (N, N m) and the
+    world-aligned sole Jacobians of configurations ``q`` (n, nq), by Pinocchio, one
+    configuration at a time (it has no batched kinematics) through one reused ``Data``
+    (making a ``Data`` per posture cost more than the kinematics themselves)."""
     import pinocchio as pin
 
+    data = m.createData()
+    frames = [m.getFrameId(name) for name in SOLES]
+    g, J_l, J_r = np.empty((len(q), m.nv)), np.empty((len(q), 6, m.nv)), np.empty((len(q), 6, m.nv))
+    for i, q_i in enumerate(q):
+        g[i] = pin.computeGeneralizedGravity(m, data, q_i)
+        pin.computeJointJacobians(m, data, q_i)
+        pin.updateFramePlacements(m, data)
+        J_l[i] = pin.getFrameJacobian(m, data, frames[0], pin.LOCAL_WORLD_ALIGNED)
+        J_r[i] = pin.getFrameJacobian(m, data, frames[1], pin.LOCAL_WORLD_ALIGNED)
+    return g, J_l, J_r
+
+
+def configurations(m, offsets: np.ndarray) -> np.ndarray:
+    """``half_sitting`` plus ``offsets`` (n, 32) radians on the actuated joints, clipped to
+    their limits, base at the origin and upright: (n, nq)."""
+    q = np.repeat(np.array(m.referenceConfigurations["half_sitting"], dtype=float)[None], len(offsets), axis=0)
+    q[:, 7:] = np.clip(q[:, 7:] + offsets, m.lowerPositionLimit[7:], m.upperPositionLimit[7:])
+    q[:, :3] = 0.0
+    q[:, 3:7] = [0.0, 0.0, 0.0, 1.0]
+    return q
+
+
+def posture(q_actuated_offset: np.ndarray | None = None, support: str = "double") -> HumanoidCase:
+    """Statics at ``half_sitting`` plus ``q_actuated_offset`` (32,) radians, clipped to limits."""
     if support not in SUPPORTS:
         raise ProblemError(f"support: expected one of {list(SUPPORTS)}, got {support!r}")
     m = model()
-    q = np.array(m.referenceConfigurations["half_sitting"], dtype=float)
-    if q_actuated_offset is not None:
-        offset = np.asarray(q_actuated_offset, float)
-        if offset.shape != (m.nq - 7,):
-            raise ProblemError(f"q_actuated_offset: expected shape ({m.nq - 7},), got {offset.shape}")
-        q[7:] = np.clip(q[7:] + offset, m.lowerPositionLimit[7:], m.upperPositionLimit[7:])
-    q[:3] = 0.0
-    q[3:7] = [0.0, 0.0, 0.0, 1.0]
-    data = m.createData()
-    g = np.array(pin.computeGeneralizedGravity(m, data, q))
-    pin.computeJointJacobians(m, data, q)
-    pin.updateFramePlacements(m, data)
-    J = [np.array(pin.getFrameJacobian(m, data, m.getFrameId(name), pin.LOCAL_WORLD_ALIGNED)) for name in SOLES]
-    return HumanoidCase(q, g, J[0], J[1], np.array(m.effortLimit[6:], float), support)
+    offset = np.zeros(m.nq - 7) if q_actuated_offset is None else np.asarray(q_actuated_offset, float)
+    if offset.shape != (m.nq - 7,):
+        raise ProblemError(f"q_actuated_offset: expected shape ({m.nq - 7},), got {offset.shape}")
+    q = configurations(m, offset[None])
+    g, J_l, J_r = statics(m, q)
+    return HumanoidCase(q[0], g[0], J_l[0], J_r[0], np.array(m.effortLimit[6:], float), support)
+
+
+@dataclass(frozen=True)
+class HumanoidBatch:
+    """The torque QPs of ``n`` postures as stacked arrays (``qp_arrays``' dict in ``arrays``),
+    the sampler's output: no Python object per posture."""
+
+    arrays: dict
+
+    def __len__(self) -> int:
+        return len(self.arrays["c"])
 
 
 def sample(n: int, seed: int, support: str = "double", spread: float = 0.1, eps: float = 1e-4,
@@ -177,7 +231,10 @@ def sample(n: int, seed: int, support: str = "double", spread: float = 0.1, eps:
     """``n`` random postures (see module docstring) and their meta rows.
 
     ``support``: ``double``, ``left`` or ``right`` (the whole batch);
-    ``spread``: standard deviation of the joint offsets (rad). Returns ``(qps, meta)``.
+    ``spread``: standard deviation of the joint offsets (rad). Returns ``(HumanoidBatch,
+    meta)``. The offsets are drawn in one call, the same numbers as one draw per posture;
+    Pinocchio computes each posture's gravity and Jacobians (``statics``: it has no batched
+    kinematics, the one loop left), and the QPs and ranks are array operations.
     """
     if not isinstance(n, (int, np.integer)) or n < 1:
         raise ProblemError(f"n: expected a positive integer, got {n!r}")
@@ -187,17 +244,21 @@ def sample(n: int, seed: int, support: str = "double", spread: float = 0.1, eps:
         raise ProblemError(f"eps: expected a number > 0, got {eps!r}")
     m = model()
     rng = np.random.default_rng(seed)
-    qps, rows = [], []
-    for i in range(n):
-        sup = support
-        case = posture(rng.normal(0.0, spread, m.nq - 7), sup)
-        qp = case.qp(eps, mu, friction, torque_limits)
-        rank = int(np.linalg.matrix_rank(qp.A_eq))
-        rows.append({"case": i, "support": sup, "spread": spread, "eps": eps, "mu": mu, "friction": friction,
-                     "torque_limits": torque_limits, "weight_N": float(case.g[2]), "rank": rank,
-                     "rank_deficient": rank < qp.A_eq.shape[0]})
-        qps.append(qp)
-    return qps, pd.DataFrame(rows)
+    q = configurations(m, rng.normal(0.0, spread, (int(n), m.nq - 7)))
+    g, J_l, J_r = statics(m, q)
+    arrays = qp_arrays(g, J_l, J_r, np.array(m.effortLimit[6:], float), support, eps, mu, friction, torque_limits)
+    rank = np.linalg.matrix_rank(arrays["A_eq"])
+    meta = pd.DataFrame({"case": np.arange(n), "support": support, "spread": spread, "eps": eps, "mu": mu,
+                         "friction": friction, "torque_limits": torque_limits, "weight_N": g[:, 2], "rank": rank,
+                         "rank_deficient": rank < arrays["A_eq"].shape[1]})
+    return HumanoidBatch(arrays), meta
+
+
+def build(name: str, batch: HumanoidBatch, meta, kind: str, params):
+    """``qp``: the torque QPs, from the sampler's stacked arrays."""
+    from .kinds import get_kind
+
+    return get_kind(kind).build_arrays(name, **batch.arrays, meta=meta, params=params)
 
 
 FAMILY = Family(
@@ -205,6 +266,7 @@ FAMILY = Family(
     "humanoid (TALOS, 38 dof) gravity compensation in single/double support (seed 001): "
     "min |tau|^2 + eps |f|^2 s.t. statics, f_z >= 0, optional friction pyramids and torque limits",
     sample, ("f_x", "f_y", "f_z", "tau_x", "tau_y", "tau_z"), kinds=("qp",), structures={"qp": "humanoid-qp"},
+    build=build,
     unavailable=model_reason,
     params=(
         Param("support", "double, left or right", "double", "feet in contact (the whole batch)",

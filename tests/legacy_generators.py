@@ -171,3 +171,60 @@ def quadruped_v1(n: int, seed: int, stance: str = "random", edges: int = 4, mu=(
                      "edges": edges, "consistent_torque": consistent, "rank": rank, "rank_deficient": rank < 6})
         scenes.append(s)
     return scenes, pd.DataFrame(rows)
+
+
+def humanoid_scene_by_scene(n: int, seed: int, support: str = "double", spread: float = 0.1, eps: float = 1e-4,
+                            mu: float = 0.7, friction: bool = False, torque_limits: bool = False):
+    """humanoid's sampler before its QPs were built as arrays: one posture, one QP (its rows
+    appended one by one) and one rank per posture; ``(list of dicts of the QP arrays, meta)``."""
+    import pinocchio as pin
+
+    from problems import humanoid
+
+    m = humanoid.model()
+    rng = np.random.default_rng(seed)
+    qps, rows = [], []
+    for i in range(n):
+        q = np.array(m.referenceConfigurations["half_sitting"], dtype=float)
+        q[7:] = np.clip(q[7:] + rng.normal(0.0, spread, m.nq - 7), m.lowerPositionLimit[7:],
+                        m.upperPositionLimit[7:])
+        q[:3] = 0.0
+        q[3:7] = [0.0, 0.0, 0.0, 1.0]
+        data = m.createData()
+        g = np.array(pin.computeGeneralizedGravity(m, data, q))
+        pin.computeJointJacobians(m, data, q)
+        pin.updateFramePlacements(m, data)
+        J_l, J_r = [np.array(pin.getFrameJacobian(m, data, m.getFrameId(name), pin.LOCAL_WORLD_ALIGNED))
+                    for name in humanoid.SOLES]
+        effort = np.array(m.effortLimit[6:], float)
+        soles = {"double": [J_l, J_r], "left": [J_l], "right": [J_r]}[support]
+        n_tau, feet = g.shape[0] - 6, len(soles)
+        v = n_tau + 6 * feet
+        A = np.hstack([np.vstack([np.zeros((6, n_tau)), np.eye(n_tau)])] + [J.T for J in soles])
+        lb = np.full(v, -np.inf)
+        offsets = [n_tau + 6 * k for k in range(feet)]
+        lb[[off + 2 for off in offsets]] = 0.0
+        ub = []
+        if friction:
+            k = mu / np.sqrt(2)
+            for off in offsets:
+                for axis in (0, 1):
+                    for sign in (1.0, -1.0):
+                        r = np.zeros(v)
+                        r[off + axis], r[off + 2] = sign, -k
+                        ub.append((r, 0.0))
+        if torque_limits:
+            for j in range(n_tau):
+                for sign in (1.0, -1.0):
+                    r = np.zeros(v)
+                    r[j] = sign
+                    ub.append((r, effort[j]))
+        qp = {"c": np.zeros(v), "A_eq": A, "b_eq": g.copy(), "A_ub": np.array([r for r, _ in ub]).reshape(len(ub), v),
+              "b_ub": np.array([h for _, h in ub]), "P": np.diag(np.concatenate([np.ones(n_tau), np.full(6 * feet, eps)])),
+              "lb": lb}
+        rank = int(np.linalg.matrix_rank(A))
+        rows.append({"case": i, "support": support, "spread": spread, "eps": eps, "mu": mu, "friction": friction,
+                     "torque_limits": torque_limits, "weight_N": float(g[2]), "rank": rank,
+                     "rank_deficient": rank < A.shape[0]})
+        qps.append(qp)
+    return qps, pd.DataFrame(rows)

@@ -275,3 +275,33 @@ def test_near_boundary_cube_version_3_samples_the_distribution_of_version_2():
     delta = solvers.get("highs").solve_batch(*(a[:400] for a in lp1_arrays(new_scenes))).objective
     clear = ~new["ambiguous"].to_numpy()[:400]
     assert np.array_equal((delta <= 1e-9)[clear], (new["distance"].to_numpy()[:400] >= 0)[clear])
+
+
+@pytest.mark.skipif(not problems.families().get("humanoid") or
+                    problems.families()["humanoid"].reason_unavailable() is not None,
+                    reason="humanoid's model (pinocchio, example-robot-data) is not installed")
+@pytest.mark.parametrize(("n", "seed", "params"), [(40, 0, {}), (25, 3, {"support": "left", "friction": True}),
+                                                   (9, 8, {"friction": True, "torque_limits": True, "mu": 0.4,
+                                                           "eps": 1e-3, "spread": 0.3})])
+def test_humanoid_qps_as_arrays_are_the_scene_by_scene_samplers_bytes(n, seed, params):
+    """humanoid draws its joint offsets in one call and builds its QPs, ranks and meta as
+    arrays (Pinocchio per posture is the one loop left): the same bytes as the sampler that
+    built one QP and one rank per posture, and one posture's ``qp()`` is its row of the batch."""
+    from problems import humanoid
+    from tests.legacy_generators import humanoid_scene_by_scene
+
+    old_qps, old_meta = humanoid_scene_by_scene(n, seed, **params)
+    batch, meta = humanoid.sample(n, seed, **params)
+    pd.testing.assert_frame_equal(meta, old_meta, check_exact=True)
+    for name, array in batch.arrays.items():
+        old = np.stack([q[name] for q in old_qps])
+        assert array.shape == old.shape and array.dtype == old.dtype and array.tobytes() == old.tobytes(), name
+    generated = problems.generate("humanoid", n, seed, **params)
+    for name in ("c", "A_eq", "b_eq", "A_ub", "b_ub", "P", "lb"):
+        assert getattr(generated, name).tobytes() == batch.arrays[name].tobytes(), name
+    rng = np.random.default_rng(seed)
+    first = humanoid.posture(rng.normal(0.0, params.get("spread", 0.1), 32), params.get("support", "double"))
+    one = first.qp(params.get("eps", 1e-4), params.get("mu", 0.7), params.get("friction", False),
+                   params.get("torque_limits", False))
+    for name in ("c", "A_eq", "b_eq", "A_ub", "b_ub", "P", "lb"):
+        assert np.asarray(getattr(one, name)).tobytes() == old_qps[0][name].tobytes(), name
