@@ -186,6 +186,10 @@ def sample(n: int, seed: int, *, base: str = "planar-box", eps: float | None = N
     if fixed:
         raise ProblemError(f"cube_params: {fixed} cannot be set here (near-boundary draws the push itself, "
                            f"and a robust scene's corners have no single boundary)")
+    known = {p.name for p in cube.FAMILY.params} - {"push", "mass", "com"}
+    unknown = sorted(set(cube_params) - known)
+    if unknown:
+        raise ProblemError(f"cube_params: unknown cube-3d parameters {unknown}; expected some of {sorted(known)}")
     return _cube(int(n), rng, 0.01 if eps is None else eps, cube_params)
 
 

@@ -120,9 +120,10 @@ def test_cube_errors_name_arguments():
 
 
 # ------------------------------------------------------------------ near-boundary
-@pytest.mark.parametrize("base, eps", [("planar-box", 0.04), ("cube-3d", 0.01)])
-def test_near_boundary_batches_straddle_the_boundary(base, eps):
-    b = problems.generate("near-boundary", 40, 3, base=base)
+@pytest.mark.parametrize("base, eps, params", [("planar-box", 0.04, {}), ("cube-3d", 0.01, {}),
+                                               ("cube-3d", 0.01, {"cube_params": {"limits": True, "contacts": (2, 3)}})])
+def test_near_boundary_batches_straddle_the_boundary(base, eps, params):
+    b = problems.generate("near-boundary", 40, 3, base=base, **params)
     ref = compute_reference(b)
     d = b.meta["distance"].to_numpy()
     assert np.all(np.abs(d) <= eps + 1e-12)
@@ -145,6 +146,9 @@ def test_near_boundary_is_deterministic_and_validates():
     for fixed in ({"push": (0.1,) * 6}, {"mass": (0.9, 1.1)}, {"com": (0.1, 0.1, 0.1)}):
         with pytest.raises(ProblemError, match=f"cube_params: \\['{next(iter(fixed))}'\\] cannot be set here"):
             problems.generate("near-boundary", 3, 0, base="cube-3d", cube_params=fixed)
+    with pytest.raises(ProblemError, match=r"cube_params: unknown cube-3d parameters \['foo'\]; expected some of "
+                                           r"\['contacts', 'edges'"):
+        problems.generate("near-boundary", 3, 0, base="cube-3d", cube_params={"foo": 1, "edges": 4})
 
 
 # ------------------------------------------------------------------------- robust
