@@ -36,13 +36,31 @@ from .verify import DEFAULT_TOLERANCES, judge
 CASES_PER_REPORT = 256
 
 
+def _on_jax(adapter) -> bool:
+    """Whether the adapter computes with JAX (a JAX adapter, or one with ``backend=jax``)."""
+    from solvers import _jax
+
+    return isinstance(adapter, _jax.JaxBatchedAdapter) or adapter.settings.get("backend") == "jax"
+
+
 def jax_matmul_precision(adapter) -> str:
     """The matmul precision the adapter's JAX solve ran with (``solvers._jax.MATMUL_PRECISION``),
     or '' for an adapter that does not compute with JAX."""
     from solvers import _jax
 
-    on_jax = isinstance(adapter, _jax.JaxBatchedAdapter) or adapter.settings.get("backend") == "jax"
-    return _jax.MATMUL_PRECISION if on_jax else ""
+    return _jax.MATMUL_PRECISION if _on_jax(adapter) else ""
+
+
+def jax_compilation_cache(adapter) -> str:
+    """The folder of JAX's persistent compilation cache in this worker (JAX's
+    ``jax_compilation_cache_dir``, set by the user through ``JAX_COMPILATION_CACHE_DIR``), or
+    '' where there is none or the adapter does not compute with JAX. With one, a program an
+    earlier run compiled is read back, so ``compile_s`` measures a cache read, not a compile."""
+    if not _on_jax(adapter):
+        return ""
+    from solvers import _jax
+
+    return str(_jax.import_jax().config.jax_compilation_cache_dir or "")
 
 
 def batch_for(cell: Cell) -> problems.ProblemBatch:
@@ -150,7 +168,8 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
            "env_malloc": " ".join(f"{k}={os.environ[k]}" for k in sorted(os.environ) if k.startswith("MALLOC_")),
            "env_pjrt_nproc": os.environ.get("PJRT_NPROC", ""),
            "env_xla_preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", ""),
-           "env_jax_matmul_precision": jax_matmul_precision(adapter), "env_solver_versions": solver_versions(adapter)}
+           "env_jax_matmul_precision": jax_matmul_precision(adapter),
+           "env_jax_compilation_cache": jax_compilation_cache(adapter), "env_solver_versions": solver_versions(adapter)}
     rows = base_rows(cell, batch, ref, env, run_id)  # (env after the solve: its import is not timed)
     solution = timed.solution
     checked = judge(batch, solution, ref, DEFAULT_TOLERANCES)

@@ -42,7 +42,7 @@ WORSE = ("slower", "less correct", "less safe")
 #: env columns whose difference between the runs is noted
 NOTED_ENV = ("env_host", "env_cpu", "env_python", "env_numpy", "env_scipy", "env_highspy", "env_jax", "env_jaxlib",
              "env_linrax", "env_solver_versions", "env_xla_flags", "env_malloc", "env_pjrt_nproc",
-             "env_xla_preallocate", "env_jax_matmul_precision")
+             "env_xla_preallocate", "env_jax_matmul_precision", "env_jax_compilation_cache")
 #: grid options (run.json ``grid``, ``bench.gridfile``) whose difference is noted (the others
 #: show as configurations of one run only)
 NOTED_GRID = ("seed", "repeats", "timeout", "preset")

@@ -55,16 +55,30 @@ def test_every_dot_of_a_jax_adapter_is_traced_at_highest_precision(tmp_path, spe
 
 
 @pytest.mark.needs("linrax", "highs")
-def test_the_rows_record_the_matmul_precision(tmp_path):
+@pytest.mark.parametrize("cache", [False, True], ids=["no-cache", "compilation-cache"])
+def test_the_rows_record_the_matmul_precision_and_the_compilation_cache(tmp_path, monkeypatch, cache):
+    """The workers inherit the user's JAX persistent compilation cache: JAX's rows name its
+    folder (``compile_s`` then measures a cache read where a program was compiled before),
+    and JAX wrote the cell's programs there."""
     from bench import runner
     from bench.grid import Cell
 
+    folder = tmp_path / "jax-cache"
+    if cache:
+        monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(folder))
+        monkeypatch.setenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+        monkeypatch.setenv("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+    else:
+        monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
     cells = [Cell.of("planar-box", 4, 0, s, "float32" if s == "linrax" else "float64", "cpu", 1)
              for s in ("linrax", "highs")]
     results = runner.run_cells(cells, tmp_path / "run", "p", timeout=300)
     by = {r.cell.solver.name: r.rows for r in results}
     assert (by["linrax"]["env_jax_matmul_precision"] == "highest").all()
     assert (by["highs"]["env_jax_matmul_precision"] == "").all()
+    assert (by["linrax"]["env_jax_compilation_cache"] == (str(folder) if cache else "")).all()
+    assert (by["highs"]["env_jax_compilation_cache"] == "").all()
+    assert (folder.is_dir() and any(folder.iterdir())) == cache
 
 
 def test_the_overhead_benchmark_measures_each_phase_against_the_raw_baseline():
