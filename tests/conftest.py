@@ -8,8 +8,19 @@ from pathlib import Path
 
 import pytest
 
-import solvers
-from bench.execute import worker_thread_env, worker_xla_flags
+# JAX's persistent compilation cache for the whole suite: the xdist workers, and every
+# `contactbench run` and Dask worker the tests spawn (they inherit the environment), share
+# the programs each compiles, and a second `make test` reads them back (tests/test_margins.py
+# with tests/test_linrax_hold.py: 370 s without it, 293 s from an empty one, on 2 cores).
+# Every program counts, however quick its compile. A folder the user set is kept; an empty
+# JAX_COMPILATION_CACHE_DIR turns it off. `pytest --cache-clear` and `make clean` remove it.
+# Rows record the folder (env_jax_compilation_cache), as for any user of the cache.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR",
+                      str(Path(__file__).resolve().parent.parent / ".pytest_cache" / "jax-compilation"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+
+import solvers  # noqa: E402  (after the cache setting: it may import JAX)
+from bench.execute import worker_thread_env, worker_xla_flags  # noqa: E402
 
 # Tests solve in-process with the XLA flag cells run with (bench.execute.WORKER_XLA_FLAG):
 # with XLA's multi-threaded Eigen pool a float32 product's summation order follows the
