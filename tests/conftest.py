@@ -14,10 +14,14 @@ import pytest
 # with tests/test_linrax_hold.py: 370 s without it, 293 s from an empty one, on 2 cores).
 # Every program counts, however quick its compile. A folder the user set is kept; an empty
 # JAX_COMPILATION_CACHE_DIR turns it off. `pytest --cache-clear` and `make clean` remove it.
-# Rows record the folder (env_jax_compilation_cache), as for any user of the cache.
+# Its size is bounded (least recently used programs go first), and JAX then takes a file
+# lock (the filelock package, in the test extra) around every read and write, so no process
+# reads a program another is still writing. Rows record the folder
+# (env_jax_compilation_cache), as for any user of the cache.
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR",
                       str(Path(__file__).resolve().parent.parent / ".pytest_cache" / "jax-compilation"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(1 << 30))  # bytes
 
 import solvers  # noqa: E402  (after the cache setting: it may import JAX)
 from bench.execute import worker_thread_env, worker_xla_flags  # noqa: E402
