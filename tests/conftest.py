@@ -8,16 +8,11 @@ from pathlib import Path
 
 import pytest
 
-# JAX's persistent compilation cache for the whole suite: the xdist workers, and every
-# `contactbench run` and Dask worker the tests spawn (they inherit the environment), share
-# the programs each compiles, and a second `make test` reads them back (tests/test_margins.py
-# with tests/test_linrax_hold.py: 370 s without it, 293 s from an empty one, on 2 cores).
-# Every program counts, however quick its compile. A folder the user set is kept; an empty
-# JAX_COMPILATION_CACHE_DIR turns it off. `pytest --cache-clear` and `make clean` remove it.
-# Its size is bounded (least recently used programs go first), and JAX then takes a file
-# lock (the filelock package, in the test extra) around every read and write, so no process
-# reads a program another is still writing. Rows record the folder
-# (env_jax_compilation_cache), as for any user of the cache.
+# JAX's persistent compilation cache for the whole suite: the xdist workers and every process
+# the tests spawn inherit it and share what each compiles. Every program counts, however quick
+# its compile; the folder is bounded and, so bounded, locked by JAX around reads and writes
+# (filelock). A folder the user set is kept; an empty one turns it off. Why and what it saves:
+# docs/testing.md, "Where `make test`'s time goes".
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR",
                       str(Path(__file__).resolve().parent.parent / ".pytest_cache" / "jax-compilation"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
