@@ -600,7 +600,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         basis = _index_type(basis)
         B_inv = small.inv(form.A_full[:, basis])
         fresh, y = self._fresh_tableau(form, basis, form.b_std.shape[0], B_inv=B_inv)
-        return H, form.A_full, form.b_std, form.flip, form.c_std, B_inv, y, fresh, basis
+        return H, form.A_full, form.b_std, form.flip, form.c_std, B_inv, y, fresh, basis, jnp.all(jnp.isfinite(fresh))
 
     def one_lean_exit(self, scene, group, t_eq, t_ub, c_t):
         """One exit LP from LP-1's basis, lean (``lean_exits``): ``scene`` holds
@@ -611,9 +611,10 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         witness follow as for any lean exit (``_finish``)."""
         import jax.numpy as jnp
 
-        H, form, fresh, basis, columns = self.lean_exit_start(scene, group, t_eq, t_ub, c_t)
+        H, form, fresh, basis, columns, finite = self.lean_exit_start(scene, group, t_eq, t_ub, c_t)
         return self._finish(form, t_eq.shape[0], H, basis, jnp.zeros_like(fresh), jnp.asarray(True),
-                            jnp.asarray(True), None, warm=True, lean=True, fresh=fresh, columns=columns)
+                            jnp.asarray(True), None, warm=True, lean=True, fresh=fresh, columns=columns,
+                            fresh_finite=finite)
 
     @staticmethod
     def lean_exit_start(scene, group, t_eq, t_ub, c_t):
@@ -625,7 +626,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         the same operations."""
         import jax.numpy as jnp
 
-        H, A_full, b_std, flip, c_std, B_inv, y, fresh, basis = (a[group] for a in scene)
+        H, A_full, b_std, flip, c_std, B_inv, y, fresh, basis, scene_finite = (a[group] for a in scene)
         k = fresh.shape[1] - 1 - t_ub.shape[0]  # the t column: after lam (k), before the slacks
         a_t = flip * jnp.concatenate([small.matmul_column(H, t_eq, k + 1), t_ub])
         reduced = c_t - small.vecmat(y, a_t[:, None])[0]
@@ -638,7 +639,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             at = jnp.where(basis > k, basis - 1, basis)
             return jnp.where(basis == k, a_t[:, None], A_full[:, at])
 
-        return H, form, fresh, basis, columns
+        return H, form, fresh, basis, columns, scene_finite & jnp.all(jnp.isfinite(t_col))
 
     def _spread(self, c, A_eq, b_eq):
         """``(H, H A_eq, H b_eq)`` (``spread``; ``H = I`` when off or without equality rows)."""
@@ -664,7 +665,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         return jnp.concatenate([body, cost[None, :]], axis=0), y_
 
     def _finish(self, form, m_eq, H, basis, tableau, feasible, bounded, sol_x, warm=False, lean=False, fresh=None,
-                columns=None):
+                columns=None, fresh_finite=None):
         """From a basis and its tableau: reinversion rounds, small witness, primal, duals and
         the status code (``one_case``'s second half). ``form`` is the LP's standard form (its
         ``A_full`` may be None when ``fresh`` and ``columns`` are given), ``m_eq`` its equality
@@ -689,7 +690,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         dual = _dual_loop(int(s["max_pivots"]) if s["cap"] else 10_000, tol, tol / 100)
         coarse = _pivot_loop(s, dantzig=s["dantzig"])  # linrax's phase-2 tolerance: the warm start's phase 2
 
-        def one_round(pivots, basis, tableau, bounded, fresh=None):
+        def one_round(pivots, basis, tableau, bounded, fresh=None, fresh_finite=None):
             """Rebuild the tableau of ``basis`` fresh (or take ``fresh``, that tableau), repair
             it by dual pivots, continue by ``pivots``; returns the new basis, tableau and
             boundedness, and whether the fresh tableau was finite."""
@@ -697,7 +698,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             # an 'unbounded' ray is re-examined on the fresh tableau too, but only a finite one:
             # linrax may have pivoted a ray column with no entry into the basis (x = inf), whose
             # singular basis gives no tableau to re-examine; its 'unbounded' then stands
-            finite = jnp.all(jnp.isfinite(fresh))
+            finite = jnp.all(jnp.isfinite(fresh)) if fresh_finite is None else fresh_finite
             go = feasible & finite
             fixed, basis_fixed, stuck = dual(fresh, basis)
             tableau = jnp.where(go, fixed, tableau)
@@ -709,7 +710,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
                     jnp.where(go & ~stuck, st.bounded[0], bounded), finite)
 
         if warm:  # the first round is phase 2, at linrax's tolerance
-            basis, tableau, bounded, finite = one_round(coarse, basis, tableau, bounded, fresh)
+            basis, tableau, bounded, finite = one_round(coarse, basis, tableau, bounded, fresh, fresh_finite)
             feasible = feasible & finite  # a warm start that finds no finite tableau proves nothing: not optimal
         if rounds:
             # the reinversion rounds; a round that leaves the basis as it found it would be

@@ -203,11 +203,12 @@ def test_lean_exits_factor_each_scene_once_and_start_from_their_own_fresh_tablea
         H, A_eq_s, b_eq_s = adapter._spread(c, A_eq, b_eq)
         form = standard_form(jnp, c, A_eq_s, b_eq_s, A_ub, b_ub)
         basis = hold_module._with_t(basis, k)
-        return adapter._fresh_tableau(form, basis, form.b_std.shape[0])[0], basis, form.A_full[:, basis]
+        fresh = adapter._fresh_tableau(form, basis, form.b_std.shape[0])[0]
+        return fresh, basis, form.A_full[:, basis], jnp.all(jnp.isfinite(fresh))
 
     def shared(scene, g, t_eq, t_ub, c_t):
-        _H, _form, fresh, basis, columns = adapter.lean_exit_start(scene, g, t_eq, t_ub, c_t)
-        return fresh, basis, columns(basis)
+        _H, _form, fresh, basis, columns, finite = adapter.lean_exit_start(scene, g, t_eq, t_ub, c_t)
+        return fresh, basis, columns(basis), finite
 
     with _jax.precision("float64"):
         scene_out = jax.vmap(adapter.one_exit_scene)(*warm.shared.scenes)
@@ -216,6 +217,7 @@ def test_lean_exits_factor_each_scene_once_and_start_from_their_own_fresh_tablea
     np.testing.assert_allclose(np.asarray(got[0]), np.asarray(expected[0]), rtol=1e-10, atol=1e-10)
     np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(expected[1]))
     np.testing.assert_array_equal(np.asarray(got[2]), np.asarray(expected[2]))
+    np.testing.assert_array_equal(np.asarray(got[3]), np.asarray(expected[3]))  # the fresh tableau's finiteness
 
 
 @needs_hold
