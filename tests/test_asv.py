@@ -1,4 +1,4 @@
-"""The asv suite: generated from the registries, and `asv run --python=same --quick` on HEAD."""
+"""The asv suite: generated from the registries, and `asv run -E existing:same --quick` on HEAD."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def _git(*args: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.timeout(2700)  # above the asv run's own 2400 s limit
-@pytest.mark.needs("highs", "linrax", "clarabel")  # (asv runs in this environment: --python=same)
+@pytest.mark.needs("highs", "linrax", "clarabel")  # (asv runs in this environment: -E existing:same)
 def test_asv_run_quick_on_head(tmp_path, monkeypatch):
     try:
         commit = _git("rev-parse", "HEAD")
@@ -93,12 +93,16 @@ def test_asv_run_quick_on_head(tmp_path, monkeypatch):
     asv = [sys.executable, "-m", "asv"]
     subprocess.run([*asv, "machine", "--yes", "--machine", "ci", "--config", str(config)], env=env,
                    cwd=tmp_path, check=True, capture_output=True, timeout=120)
-    # the benchmarks this test reads (all of them take minutes; `asv run --python=same --quick` runs every one)
+    # the benchmarks this test reads (all of them take minutes; `asv run -E existing:same --quick` runs every one)
     which = "Solve_planar_box_kind_lp1|Outcomes_planar_box_kind_lp1|Outcomes_quadruped_kind_qp|PeakMemory"
-    run = subprocess.run([*asv, "run", "--python=same", "--quick", "--machine", "ci", "--config", str(config),
+    # `-E existing:same`, not `--python=same`: asv 0.6 reads `--python=same` as ':same' and
+    # runs the whole suite once per entry of the config's matrix (four), each time in this
+    # same environment and into the same results file
+    run = subprocess.run([*asv, "run", "-E", "existing:same", "--quick", "--machine", "ci", "--config", str(config),
                           "--set-commit-hash", commit, "--show-stderr", "--bench", which],
                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=2400)
     lines = (run.stdout + run.stderr).splitlines()
+    assert any("* 1 environments *" in line for line in lines), [l for l in lines if "total benchmarks" in l]
     trouble = [f"{i}: {line}" for i, line in enumerate(lines) if any(w in line for w in (
         "failed", "Error", "Traceback", "timed out", "ERROR"))]  # what a failing asv run says, wherever it is
     assert run.returncode == 0, "\n".join(trouble[:60]) + "\n...\n" + run.stdout[-3000:] + run.stderr[-3000:]
