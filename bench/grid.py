@@ -144,16 +144,33 @@ def sizes_of(values: list[str | int]) -> list[int]:
     return out
 
 
-def devices_of(device: str) -> list[str]:
+def devices_of(device: str, solver_specs=None) -> list[str]:
     """The devices of ``--device``: ``cpu``, ``gpu``, or ``auto`` (cpu, plus gpu where JAX sees
-    one); ``ProblemError`` naming ``device`` otherwise."""
+    one); ``ProblemError`` naming ``device`` otherwise. With ``solver_specs`` (the run's
+    adapters), ``auto`` asks JAX for a GPU only when one of them can run on a GPU: asking
+    imports JAX (about 1.4 s), which a run of CPU adapters alone never needs."""
     if device == "auto":
         from .env import has_gpu
 
+        if solver_specs is not None and not _any_can_use_a_gpu(solver_specs):
+            return ["cpu"]
         return ["cpu", "gpu"] if has_gpu() else ["cpu"]
     if device not in DEVICES:
         raise ProblemError(f"device: expected auto, cpu or gpu, got {device!r}")
     return [device]
+
+
+def _any_can_use_a_gpu(solver_specs) -> bool:
+    """Whether any adapter of ``solver_specs`` (names, specs or ``SolverSpec``) lists ``gpu``
+    among its devices; True when one cannot be resolved (``expand`` then names the error)."""
+    for raw in solver_specs:
+        try:
+            name = raw.name if isinstance(raw, SolverSpec) else solvers.parse_spec(raw)[0]
+            if "gpu" in solvers.adapter_class(name).CAPABILITIES.devices:
+                return True
+        except Exception:  # noqa: BLE001 - an unknown or broken adapter: expand reports it
+            return True
+    return False
 
 
 def check_seed(seed: int) -> int:
@@ -198,7 +215,7 @@ def plan(preset_name: str, families: list[str] | None, solver_specs: list[str] |
     check_timeout(timeout)
     fams = families or preset_family_specs(preset_name)
     specs = solver_specs or [name for name, reason in solvers.available().items() if reason is None]
-    cells, skipped = expand(fams, specs, dtypes or list(DTYPES), devices_of(device), sizes, seed,
+    cells, skipped = expand(fams, specs, dtypes or list(DTYPES), devices_of(device, specs), sizes, seed,
                             repeats if repeats is not None else conf["repeats"])
     cells, skipped = limit_loop_sizes(cells, skipped, conf.get("loop_max_n"))
     return cells, skipped, timeout if timeout is not None else conf["timeout"]
@@ -232,10 +249,10 @@ def expand(families: list[str | FamilySpec], solver_specs: list[str | SolverSpec
             raise ProblemError(f"n: expected integers >= 1, got {n!r}")
     check_repeats(repeats)
     fams = [FamilySpec.parse(f) for f in families]
-    avail = solvers.available()
+    names = [raw.name if isinstance(raw, SolverSpec) else solvers.parse_spec(raw)[0] for raw in solver_specs]
+    avail = solvers.available(names)  # only the adapters asked for: each check imports its packages
     cells, skipped = [], []
-    for raw in solver_specs:
-        name = raw.name if isinstance(raw, SolverSpec) else solvers.parse_spec(raw)[0]
+    for raw, name in zip(solver_specs, names):
         if avail.get(name):  # registered but not importable here, or failed to load
             skipped.append((str(raw), avail[name]))
             continue
