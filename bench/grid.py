@@ -160,15 +160,19 @@ def devices_of(device: str, solver_specs=None) -> list[str]:
     return [device]
 
 
+def _adapter_name(raw: str | SolverSpec) -> str:
+    """The adapter name of a solver spec (``"highs[presolve=off]"`` or a ``SolverSpec``)."""
+    return raw.name if isinstance(raw, SolverSpec) else solvers.parse_spec(raw)[0]
+
+
 def _any_can_use_a_gpu(solver_specs) -> bool:
     """Whether any adapter of ``solver_specs`` (names, specs or ``SolverSpec``) lists ``gpu``
     among its devices; True when one cannot be resolved (``expand`` then names the error)."""
     for raw in solver_specs:
         try:
-            name = raw.name if isinstance(raw, SolverSpec) else solvers.parse_spec(raw)[0]
-            if "gpu" in solvers.adapter_class(name).CAPABILITIES.devices:
+            if "gpu" in solvers.adapter_class(_adapter_name(raw)).CAPABILITIES.devices:
                 return True
-        except Exception:  # noqa: BLE001 - an unknown or broken adapter: expand reports it
+        except solvers.BenchError:  # an unknown or broken adapter, a bad spec: expand reports it
             return True
     return False
 
@@ -249,7 +253,7 @@ def expand(families: list[str | FamilySpec], solver_specs: list[str | SolverSpec
             raise ProblemError(f"n: expected integers >= 1, got {n!r}")
     check_repeats(repeats)
     fams = [FamilySpec.parse(f) for f in families]
-    names = [raw.name if isinstance(raw, SolverSpec) else solvers.parse_spec(raw)[0] for raw in solver_specs]
+    names = [_adapter_name(raw) for raw in solver_specs]
     avail = solvers.available(names)  # only the adapters asked for: each check imports its packages
     cells, skipped = [], []
     for raw, name in zip(solver_specs, names):
