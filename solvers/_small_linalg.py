@@ -138,7 +138,9 @@ def solve(B, X):
         p = jnp.argmax(jnp.where(rows >= j, jnp.abs(M[:, j]), -1.0))
         M = M[jnp.where(rows == j, p, jnp.where(rows == p, j, rows))]  # swap rows j and p
         pivot_row = M[j] / M[j, j]
-        M = (M - M[:, j][:, None] * pivot_row[None, :]).at[j].set(pivot_row)
+        # row j set by a select on the row index, not ``.at[j].set``: under vmap that write
+        # is a copy of M and a loop of its own on XLA:CPU, the select joins the elimination's
+        M = jnp.where((rows == j)[:, None], pivot_row[None, :], M - M[:, j][:, None] * pivot_row[None, :])
     Z = M[:, m:]
     return Z[:, 0] if vector else Z
 
