@@ -208,16 +208,25 @@ def test_worker_start_up_does_not_count_against_the_timeout(tmp_path):
     sleeps), against a 15 s cell timeout and a 4-scene cell that takes well under a second
     on an idle machine, so the cell is killed exactly when start-up counts (a 1 s timeout on
     the real start-up failed beside a CPU-heavy job; 8 s against 4 s failed with four
-    CPU-heavy jobs on two cores, where the cell itself took more than 4 s)."""
+    CPU-heavy jobs on two cores, where the cell itself took more than 4 s). The ``contactbench``
+    process itself, a child of this one, starts at once: its start-up precedes every cell and
+    counts against none (it slept too, 30 s of the test's time for nothing). Each sleeper
+    writes a line to ``slept``, so the test knows that the slow starts happened."""
     hook = tmp_path / "slow-start"
     hook.mkdir()
-    (hook / "sitecustomize.py").write_text("import os, time\n"
-                                           "time.sleep(float(os.environ.get('CONTACTBENCH_TEST_SLOW_START_S', '0')))\n")
+    slept = tmp_path / "slept"
+    (hook / "sitecustomize.py").write_text(
+        "import os, time\n"
+        "if os.getppid() != int(os.environ.get('CONTACTBENCH_TEST_FAST_PARENT', '-1')):\n"
+        "    time.sleep(float(os.environ.get('CONTACTBENCH_TEST_SLOW_START_S', '0')))\n"
+        f"    open({str(slept)!r}, 'a').write(f'{{os.getpid()}}\\n')\n")
     path = os.pathsep.join((str(hook), PLUGINS["PYTHONPATH"]))
     res = cb("run", "-f", "planar-box", "--n", "4", "--repeats", "1", "-s", "highs", "--timeout", "15",
              "--out", tmp_path / "runs", "--run-id", "t", cwd=tmp_path, check=0, timeout=600,
-             env={"PYTHONPATH": path, "CONTACTBENCH_TEST_SLOW_START_S": "30"})
+             env={"PYTHONPATH": path, "CONTACTBENCH_TEST_SLOW_START_S": "30",
+                  "CONTACTBENCH_TEST_FAST_PARENT": str(os.getpid())})
     assert "4/4 correct" in res.stdout, res.stdout[-2000:]
+    assert len(slept.read_text().split()) >= 1  # the cell's worker started slowly
 
 
 def test_a_run_in_which_every_cell_failed_exits_non_zero(tmp_path):
