@@ -139,7 +139,8 @@ def solve(B, X):
         M = M[jnp.where(rows == j, p, jnp.where(rows == p, j, rows))]  # swap rows j and p
         pivot_row = M[j] / M[j, j]
         # row j set by a select on the row index, not ``.at[j].set``: under vmap that write
-        # is a copy of M and a loop of its own on XLA:CPU, the select joins the elimination's
+        # is a scatter (a copy of M and a loop of its own on XLA:CPU); the select joins the
+        # elimination's fused loop, with the same values
         M = jnp.where((rows == j)[:, None], pivot_row[None, :], M - M[:, j][:, None] * pivot_row[None, :])
     Z = M[:, m:]
     return Z[:, 0] if vector else Z
