@@ -222,10 +222,10 @@ class JaxBatchedAdapter:
         with precision(self.dtype):
             return self.chunked(self._compiled(problem.P is not None, bounded), arrays)
 
-    def chunked(self, solve, arrays):
+    def chunked(self, solve, arrays, chunk: int | None = None):
         """``solve(*arrays)`` (a jitted, vmapped function of arrays with one leading batch axis)
-        in pieces of the ``chunk`` setting (0: at once), blocked until ready once, after the
-        last piece; call it inside ``precision``.
+        in pieces of ``chunk`` cases (default: the ``chunk`` setting; 0: at once), blocked until
+        ready once, after the last piece; call it inside ``precision``.
 
         Every piece has ``piece_size(n, chunk)`` cases (at most ``chunk``, equal pieces rounded
         up to a multiple of ``PIECE_QUANTUM``), so one compiled shape serves them all: the last piece
@@ -240,7 +240,7 @@ class JaxBatchedAdapter:
         while the device solves one (on a GPU, blocking after each piece left it idle for the
         host's dispatch of the next)."""
         jax = import_jax()
-        chunk = int(self.settings.get("chunk") or 0)
+        chunk = int(self.settings.get("chunk") or 0) if chunk is None else int(chunk)
         n = arrays[0].shape[0]
         if chunk <= 0 or n <= chunk:
             return jax.block_until_ready(solve(*arrays))

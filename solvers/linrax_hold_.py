@@ -58,6 +58,9 @@ Measures (seed 002 §6), each a boolean setting unless stated:
   ``t`` column into that tableau (``one_lean_exit``), instead of each spreading, building
   the standard form and inverting the same basis again (``_pads_its_scenes`` says where the
   scenes are padded to the exits' piece size so that the answers stay the per-exit ones).
+  Lean exits run in pieces of ``exit_chunk`` (4,096) LPs, not ``chunk``'s 1,024: their work
+  outside the loops is elementwise on small arrays, where XLA:CPU's cost per operation
+  weighs (``EXIT_CHUNK``).
 
 * ``dantzig`` (new here): the pivots that start from a given basis (a warm exit's phase 2,
   the reinversion rounds, the small-witness phase) enter the column of most negative reduced
@@ -110,6 +113,12 @@ CHECKED_SOURCES = {
     "SimplexStep": "",
 }
 SEED_EXIT_CAP = 10.0
+#: lean exits per piece (the ``exit_chunk`` setting). A lean exit's work outside its pivot
+#: loops is elementwise on small arrays, so per piece XLA:CPU's cost per operation weighs:
+#: in pieces of 4,096 instead of ``chunk``'s 1,024, seed 002's planar random exits took 0.73x
+#: the time and planar near-boundary's 0.85x, 3D's 0.97-1.01x, with the same bits (LP-1 in
+#: pieces of 4,096 took 1.06x, cube-3d 1.6x: ``chunk`` stays 1,024; docs/gpu-scale.md).
+EXIT_CHUNK = 4096
 OLD_EXIT_CAP = 1000.0
 
 
@@ -315,6 +324,8 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         "dantzig": Option(bool, True, "pivots from a given basis (warm phase 2, reinversion rounds, small witness) "
                                       "enter the most negative reduced cost (off: the lowest index)"),
         "chunk": _jax.JaxBatchedAdapter.chunk_option(1024),
+        "exit_chunk": Option(int, EXIT_CHUNK, "lean exits (lean_exits) per vmapped piece (0 = all at once; "
+                                              "with chunk = 0 they run at once too)", ge=0),
         "device": _jax.JaxBatchedAdapter.device_option(),
     }
     SETTINGS = {"default": {}, "published": {"cap": False, "bland": False, "artificial_ge": False, "spread": False,
@@ -399,8 +410,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         _mark_unlike_neighbours(new, (problem.c[:, :-1], *_but_last_column(problem)))
         first = np.flatnonzero(new)
         group = (np.cumsum(new) - 1).astype(np.int32)
-        size = _jax.piece_size(max(warm, 1), int(self.settings.get("chunk") or 0) or max(warm, 1)) \
-            if _pads_its_scenes(problem) else 1
+        size = _jax.piece_size(max(warm, 1), self._exit_chunk() or max(warm, 1)) if _pads_its_scenes(problem) else 1
         if len(first) % size:
             first = np.concatenate([first, np.full(size - len(first) % size, first[-1])])
         scenes = (problem.c[first, :-1], problem.A_eq[first, :, :-1], problem.b_eq[first], problem.A_ub[first, :, :-1],
@@ -487,10 +497,11 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         own = len(warm_at) == B and len(basis) == B and np.array_equal(group, np.arange(B))
         parts = []
         if len(warm_at) and shared is not None:
-            scenes = self.chunked(self._jitted("exit-scene", self.one_exit_scene), shared.scenes)
+            pieces = self._exit_chunk()
+            scenes = self.chunked(self._jitted("exit-scene", self.one_exit_scene), shared.scenes, pieces)
             per_exit = shared.per_exit if own else take(shared.per_exit, (warm_at,) * len(shared.per_exit))
             lean_fn = self._jitted("exit-lean", self.one_lean_exit, in_axes=(None, 0, 0, 0, 0))
-            parts.append((warm_at, self.chunked(lambda *piece: lean_fn(scenes, *piece), per_exit)))
+            parts.append((warm_at, self.chunked(lambda *piece: lean_fn(scenes, *piece), per_exit, pieces)))
         elif len(warm_at):
             warm_fn = self._jitted("warm", self.one_warm_exit)
             starts = [*arrays[:5], basis] if own else \
@@ -511,6 +522,10 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         for where, values in parts:
             out = put(out, where, tuple(values))
         return _jax.import_jax().block_until_ready(out)
+
+    def _exit_chunk(self) -> int:
+        """Lean exits per piece: ``exit_chunk``, or 0 (at once) where ``chunk`` is 0."""
+        return int(self.settings["exit_chunk"]) if int(self.settings.get("chunk") or 0) else 0
 
     def _jitted(self, key, fn, in_axes=0):
         """``jax.jit(jax.vmap(fn, in_axes))``, traced with our pivot loop swapped into linrax

@@ -169,6 +169,38 @@ def test_exits_each_from_its_own_lp1_basis_skip_the_gather_and_answer_as_gathere
 
 
 @needs_hold
+def test_lean_exits_run_in_pieces_of_exit_chunk_with_the_answers_of_one_piece(monkeypatch):
+    """Lean exits run in pieces of ``exit_chunk`` (their own size, not LP-1's ``chunk``), in
+    one piece where ``exit_chunk`` or ``chunk`` is 0, and every piece size gives the same
+    answers, bit for bit."""
+    from solvers import _jax
+
+    scenes = _scenes("planar-box", 40)
+    lp1_adapter = solvers.get("linrax-hold", dtype="float32")
+    raw, held = _lp1_raw_and_held(lp1_adapter, scenes)
+    pieces = []
+    chunked = _jax.JaxBatchedAdapter.chunked
+
+    def spy(self, solve, arrays, chunk=None):
+        pieces.append(chunk)
+        return chunked(self, solve, arrays, chunk)
+
+    monkeypatch.setattr(_jax.JaxBatchedAdapter, "chunked", spy)
+    answers = {}
+    for settings_, expected in (({"exit_chunk": 64}, 64), ({"exit_chunk": 0}, 0), ({"chunk": 0}, 0), ({}, 4096)):
+        adapter = solvers.get("linrax-hold", dtype="float32", **settings_)
+        _, prepared = prepare_exits(adapter, scenes, held, raw, ("a", "b", "c"))
+        assert len(prepared[0].c) > 64  # more exits than a piece of 64
+        pieces.clear()
+        answers[str(settings_)] = [np.asarray(a) for a in adapter.run(prepared)]
+        assert pieces == [expected, expected], settings_  # the scenes' program, then the exits'
+    first = answers.pop("{'exit_chunk': 64}")
+    for other in answers.values():
+        for got, expected in zip(other, first, strict=True):
+            np.testing.assert_array_equal(got, expected)
+
+
+@needs_hold
 @pytest.mark.parametrize("family, n", [("planar-box", 24), ("cube-3d", 8)])
 def test_lean_exits_factor_each_scene_once_and_start_from_their_own_fresh_tableau(family, n):
     """A scene's lean exits share one factorisation of its LP-1 start (``one_exit_scene``: one
