@@ -115,9 +115,9 @@ CHECKED_SOURCES = {
 SEED_EXIT_CAP = 10.0
 #: lean exits per piece (the ``exit_chunk`` setting). A lean exit's work outside its pivot
 #: loops is elementwise on small arrays, so per piece XLA:CPU's cost per operation weighs:
-#: in pieces of 4,096 instead of ``chunk``'s 1,024, seed 002's planar random exits took 0.73x
-#: the time and planar near-boundary's 0.85x, 3D's 0.97-1.01x, with the same bits (LP-1 in
-#: pieces of 4,096 took 1.06x, cube-3d 1.6x: ``chunk`` stays 1,024; docs/gpu-scale.md).
+#: in pieces of 4,096 instead of ``chunk``'s 1,024, seed 002's planar exits took 0.79-0.80x
+#: the time and its 3D exits 0.93-1.01x, with the same bits (LP-1 in pieces of 4,096 took
+#: 1.06x on planar-box, 1.6x on cube-3d: ``chunk`` stays 1,024; docs/gpu-scale.md).
 EXIT_CHUNK = 4096
 OLD_EXIT_CAP = 1000.0
 
