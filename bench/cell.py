@@ -43,6 +43,18 @@ def _on_jax(adapter) -> bool:
     return isinstance(adapter, _jax.JaxBatchedAdapter) or adapter.settings.get("backend") == "jax"
 
 
+def devices_seen(adapter) -> str:
+    """``env_jax_devices``: JAX's devices in this process (``bench.env.jax_devices``) where the
+    adapter computes with JAX, '' where it does not: a HiGHS cell never imports JAX (1.3 s of a
+    fresh worker's start). Where the adapter could not be built (``None``), JAX's devices if
+    the attempt imported JAX, else ''."""
+    import sys
+
+    if adapter is None:
+        return jax_devices() if "jax" in sys.modules else ""
+    return jax_devices() if _on_jax(adapter) else ""
+
+
 def jax_matmul_precision(adapter) -> str:
     """The matmul precision the adapter's JAX solve ran with (``solvers._jax.MATMUL_PRECISION``),
     or '' for an adapter that does not compute with JAX."""
@@ -148,23 +160,24 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
     ref = reference(batch, cache_dir=cache_dir)
     digest = batch.content_hash()
     reset_peak_rss()
+    adapter = None
     try:
         adapter = cell.adapter_spec.build()
         # the adapter gets read-only copies (``check_standard_form``); the verifier judges ``batch``
         problem = check_standard_form(*batch.arrays(), **batch.extra(), batched=True)
         timed = timed_solve(adapter, problem, cell.repeats)
     except Exception as exc:  # recorded, never swallowed: the rows carry type and text
-        env = {**env, "env_jax_devices": jax_devices()}
+        env = {**env, "env_jax_devices": devices_seen(adapter)}
         return failed_rows(cell, batch, ref, env, run_id, type(exc).__name__, f"{exc}\n{traceback.format_exc()}")
     if batch.content_hash() != digest:  # the problems judged on must be the problems generated
-        return failed_rows(cell, batch_for(cell), ref, {**env, "env_jax_devices": jax_devices()}, run_id,
+        return failed_rows(cell, batch_for(cell), ref, {**env, "env_jax_devices": devices_seen(adapter)}, run_id,
                            "InputModified", "the adapter changed the problem arrays of the batch it was given; "
                            "its answers cannot be judged (an adapter must not write into its inputs)")
     rss_mb = peak_rss_mb()
     device_mb, model, device_id = device_memory(cell.device)
     if cell.device == "cpu":  # the CPU model says more than JAX's device kind ("cpu")
         model = str(env.get("env_cpu", ""))
-    env = {**env, "env_jax_devices": jax_devices(), "env_xla_flags": os.environ.get("XLA_FLAGS", ""),
+    env = {**env, "env_jax_devices": devices_seen(adapter), "env_xla_flags": os.environ.get("XLA_FLAGS", ""),
            "env_malloc": " ".join(f"{k}={os.environ[k]}" for k in sorted(os.environ) if k.startswith("MALLOC_")),
            "env_pjrt_nproc": os.environ.get("PJRT_NPROC", ""),
            "env_xla_preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", ""),

@@ -46,3 +46,51 @@ def test_every_row_records_the_versions_of_its_solver_packages(tmp_path):
     (result,) = runner.run_cells(cells, tmp_path / "run", "v", timeout=120)
     assert result.state == "done"
     assert set(result.rows["env_solver_versions"]) == {f"highspy {version('highspy')}"}
+
+
+def test_the_owners_of_every_adapters_modules_are_those_the_full_scan_names():
+    """``env.module_owners`` reads one file list where a distribution is named after the
+    module, and scans every distribution otherwise: the same owners as the scan
+    (``importlib.metadata.packages_distributions``) for every adapter's modules, and for
+    modules whose distribution has another name (``dateutil``: python-dateutil) or none."""
+    from importlib.metadata import packages_distributions
+
+    import solvers
+    from bench import env
+
+    scan = packages_distributions()
+    tops = {m.split(".")[0] for cls in solvers.adapters().values() for m in getattr(cls, "REQUIRES", ())}
+    tops |= {"dateutil", "yaml", "no_such_module_anywhere"}
+    for top in sorted(tops):
+        assert env.module_owners(top) == tuple(scan.get(top, [top])), top
+    assert env.module_owners("dateutil") == ("python-dateutil",)
+
+
+def test_a_distribution_named_after_a_module_it_does_not_ship_is_not_its_owner(tmp_path, monkeypatch):
+    """Two distributions installed here by dist-info folders on the path: ``shadow`` ships
+    only the module ``other``, ``carrier`` ships the module ``shadow``. The owner of
+    ``shadow`` is ``carrier``, not the distribution of its name."""
+    import sys
+
+    from bench import env
+
+    def install(name: str, ships: str) -> None:
+        info = tmp_path / f"{name}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        (info / "RECORD").write_text(f"{ships}/__init__.py,,\n{name}-1.0.dist-info/METADATA,,\n")
+        (tmp_path / ships).mkdir()
+        (tmp_path / ships / "__init__.py").write_text("")
+
+    install("shadow", "other")
+    install("carrier", "shadow")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    for cached in (env.module_owners, env._module_owners):
+        cached.cache_clear()
+    try:
+        assert env.module_owners("shadow") == ("carrier",)
+        assert env.module_owners("other") == ("shadow",)  # the distribution of another name, by the scan
+        assert env.module_owners("carrier") == ("carrier",)  # no module of that name: the name itself
+    finally:
+        for cached in (env.module_owners, env._module_owners):
+            cached.cache_clear()
