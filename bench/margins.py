@@ -22,6 +22,16 @@ supported scenes are counted against HiGHS float64 (the ``exit`` kind's referenc
 outcomes): from LP-1's bases, from the shared phase 1 and, where measured, with the
 rounds. Figures are measured, never asserted; the table is printed as markdown and written
 as CSV with ``--out``.
+
+Each set is measured in a worker process of the cell engine (``bench.execute``), under the
+settings a cell's timings have: XLA:CPU's one-thread pool (``PJRT_NPROC``), single-threaded
+Eigen and the allocator settings, unless the user set them (each row records
+``pjrt_nproc``, ``xla_flags`` and ``malloc``). In the calling process instead, with XLA's
+default pool of one thread per core, 3D exits used this 2-core VM's second core where LP-1
+barely did, and without the allocator settings every repeat faulted its buffers in again:
+the ratio then measured the process, not the solver. A set that wedges XLA is retried once
+in a fresh worker; one that does not finish within ``--timeout`` is a row with its
+``state``.
 """
 
 from __future__ import annotations
@@ -125,6 +135,47 @@ def measure_set(label: str, family: str, params: dict, n: int, spec: str = "linr
     return row
 
 
+def measure_job(label: str, family: str, params: dict, n: int, spec: str, dtype: str, device: str, rounds: int,
+                out: str, *, parent_pid: int) -> None:
+    """A worker's job (``bench.execute``): ``measure_set`` and write the row, with the
+    worker's thread, XLA and allocator settings, as JSON to ``out``."""
+    import json
+    import os
+
+    from .execute import exit_if_orphaned
+
+    row = measure_set(label, family, params, n, spec, dtype, device, rounds)
+    row.update(pjrt_nproc=os.environ.get("PJRT_NPROC", ""), xla_flags=os.environ.get("XLA_FLAGS", ""),
+               malloc=" ".join(f"{k}={os.environ[k]}" for k in sorted(os.environ) if k.startswith("MALLOC_")))
+    exit_if_orphaned(parent_pid)
+    Path(out).write_text(json.dumps(row, default=lambda v: v.item()))  # (NumPy scalars)
+
+
+def measure_sets(sets, spec: str = "linrax-hold", dtype: str = "float32", device: str = "cpu", rounds: int = 7,
+                 scale: float = 1.0, timeout: float = 900.0) -> pd.DataFrame:
+    """One row per set ``(label, family, params, n)`` of ``sets``, each measured by
+    ``measure_set`` on ``max(8, int(n * scale))`` scenes in a worker process of the cell
+    engine (see the module docstring); a set that did not finish is a row with its
+    ``state`` and ``reason``."""
+    import json
+    import tempfile
+
+    from .execute import LocalPool
+
+    rows = []
+    with LocalPool() as pool, tempfile.TemporaryDirectory(prefix="contactbench-margins-") as tmp:
+        for label, family, params, n in sets:
+            scenes = max(8, int(n * scale))
+            print(f"[margins] {label}: {scenes} scenes ...", file=sys.stderr, flush=True)
+            out = Path(tmp) / f"{len(rows)}.json"
+            state, reason = pool.run((measure_job, (label, family, params, scenes, spec, dtype, device, rounds,
+                                                    str(out))), dtype, timeout)
+            row = json.loads(out.read_text()) if state == "done" and out.exists() else \
+                {"set": label, "solver": f"{spec} {dtype}", "device": device, "scenes": scenes}
+            rows.append({**row, "state": state, **({"reason": reason} if reason else {})})
+    return pd.DataFrame(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.margins", description=__doc__.split("\n\n")[0])
     parser.add_argument("--solver", default="linrax-hold", help="solver spec (default linrax-hold)")
@@ -136,23 +187,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", nargs="*", default=None, metavar="LABEL",
                         help="the reproduction sets to run (default all): " + ", ".join(s[0] for s in REPRODUCTION_SETS))
     parser.add_argument("--out", type=Path, default=None, help="also write the table as CSV here")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per set (default 900)")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds: expected an integer >= 1, got {args.rounds}")
+    if not args.timeout > 0:
+        parser.error(f"--timeout: expected seconds > 0, got {args.timeout}")
     if not 0 < args.scale <= 1:
         parser.error(f"--scale: expected a number in (0, 1], got {args.scale}")
     known = [s[0] for s in REPRODUCTION_SETS]
     unknown = [s for s in args.sets or () if s not in known]
     if unknown:
         parser.error(f"--sets: unknown set(s) {unknown}; expected some of {known}")
-    rows = []
-    for label, family, params, n in REPRODUCTION_SETS:
-        if args.sets and label not in args.sets:
-            continue
-        print(f"[margins] {label}: {max(8, int(n * args.scale))} scenes ...", file=sys.stderr, flush=True)
-        rows.append(measure_set(label, family, params, max(8, int(n * args.scale)), args.solver, args.dtype,
-                                args.device, args.rounds))
-    table = pd.DataFrame(rows)
+    sets = [s for s in REPRODUCTION_SETS if not args.sets or s[0] in args.sets]
+    table = measure_sets(sets, args.solver, args.dtype, args.device, args.rounds, args.scale, args.timeout)
     print(table.to_markdown(index=False, floatfmt=".2f"))
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -379,5 +379,23 @@ def test_the_margins_benchmark_times_and_counts_each_set(capsys, tmp_path):
     assert row["exits_right_rounds"] == f"{row['exits']}/{row['exits']}"  # lean_exits off, same starts
     assert row["rounds_over_lp1"] == pytest.approx(row["with_margins_rounds"] / row["lp1"])
     assert "| planar random" in capsys.readouterr().out
+    # measured in a cell-engine worker, under a cell's settings (the worker's own environment)
+    assert row["state"] == "done" and str(row["pjrt_nproc"]) == "1"
+    assert "--xla_cpu_multi_thread_eigen=false" in row["xla_flags"] and "MALLOC_MMAP_THRESHOLD_=" in row["malloc"]
     with pytest.raises(SystemExit):
         margins_module.main(["--sets", "nowhere"])
+    with pytest.raises(SystemExit):
+        margins_module.main(["--timeout", "0"])
+
+
+@needs_hold
+def test_a_margins_set_that_does_not_finish_is_a_row_with_its_state(monkeypatch):
+    """A set whose worker outlives ``timeout`` is killed: a row naming the set, its state
+    and the reason, with no figure; the next set runs in a fresh worker and ends the same way."""
+    from bench.seed002 import REPRODUCTION_SETS
+
+    planar = [s for s in REPRODUCTION_SETS if s[0] == "planar random"]
+    table = margins_module.measure_sets(planar * 2, rounds=1, scale=0.008, timeout=0.01)
+    assert list(table["state"]) == ["timeout", "timeout"]
+    assert list(table["set"]) == ["planar random"] * 2 and "timeout" in table["reason"].iloc[0]
+    assert "lp1" not in table and "margins_over_lp1" not in table
