@@ -57,7 +57,8 @@ def measure(spec: str, batch, device: str, rounds: int, partial=None) -> dict[st
     adapter = solvers.get(spec, dtype="float32", device=device)
     host = check_standard_form(*batch.arrays(), **batch.extra(), batched=True)
     _problem, (bounded, placed, *_warm) = adapter.prepare(host)  # (linrax-hold adds its warm_exits groups)
-    chunk = int(adapter.settings.get("chunk") or 0)
+    # the adapter's pieces of this batch (linrax-hold: ``chunk``, on a CPU at most ``piece_kib``)
+    chunk = adapter.piece(host) if hasattr(adapter, "piece") else int(adapter.settings.get("chunk") or 0)
     # float32 host arrays of their own, made outside the clock
     raw_solve = raw_baseline(adapter._compiled(host.P is not None, bounded),
                              [np.array(a, copy=True) for a in placed], chunk, device=_jax.device(device))

@@ -62,6 +62,12 @@ Measures (seed 002 §6), each a boolean setting unless stated:
   outside the loops is elementwise on small arrays, where XLA:CPU's cost per operation
   weighs (``EXIT_CHUNK``).
 
+* ``piece_kib`` (new here, 512): on a CPU, a piece (of ``chunk`` or ``exit_chunk`` LPs) holds
+  at most this many KiB of tableaux (``tableau_bytes``), at least 64 LPs: a vmapped pivot
+  loop runs until the slowest LP of its piece is done, and a 3D tableau is ten times a
+  planar one. 3D LPs run in pieces of 64, planar LP-1 keeps its 1,024 (``PIECE_KIB``). On a
+  GPU the pieces are ``chunk``'s and ``exit_chunk``'s.
+
 * ``dantzig`` (new here): the pivots that start from a given basis (a warm exit's phase 2,
   the reinversion rounds, the small-witness phase) enter the column of most negative reduced
   cost (Dantzig's rule) for their first ``max_pivots // 2`` pivots, then the lowest index
@@ -119,6 +125,15 @@ SEED_EXIT_CAP = 10.0
 #: the time and its 3D exits 0.93-1.01x, with the same bits (LP-1 in pieces of 4,096 took
 #: 1.06x on planar-box, 1.6x on cube-3d: ``chunk`` stays 1,024; docs/gpu-scale.md).
 EXIT_CHUNK = 4096
+#: on a CPU, a piece holds at most this many KiB of tableaux (``piece_kib``): the L2 cache of
+#: a core of this project's VM. A vmapped pivot loop runs until the slowest LP of its piece
+#: is done, and a 3D tableau (8 x 150 float32, 4.6 KiB) is ten times a planar one: under a
+#: cell's settings (one XLA thread), cube-3d LP-1 at 4,096 scenes took 169 ms in pieces of 64
+#: against 288 in pieces of 1,024, and seed 002's 3D exits 23-26 ms per 256 scenes in pieces
+#: of 64-128 against 30-31 in pieces of 4,096; planar LP-1 keeps its pieces of 1,024 and
+#: planar exits in pieces of 1,280 took 0.91-1.02x the time of 4,096 (docs/gpu-scale.md,
+#: twentieth session).
+PIECE_KIB = 512
 OLD_EXIT_CAP = 1000.0
 
 
@@ -326,6 +341,9 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         "chunk": _jax.JaxBatchedAdapter.chunk_option(1024),
         "exit_chunk": Option(int, EXIT_CHUNK, "lean exits (lean_exits) per vmapped piece (0 = all at once; "
                                               "with chunk = 0 they run at once too)", ge=0),
+        "piece_kib": Option(int, PIECE_KIB, "on a CPU, pieces (chunk, exit_chunk) hold at most this many KiB of "
+                                            "tableaux, at least 64 LPs (0 = pieces of chunk and exit_chunk alone)",
+                            ge=0),
         "device": _jax.JaxBatchedAdapter.device_option(),
     }
     SETTINGS = {"default": {}, "published": {"cap": False, "bland": False, "artificial_ge": False, "spread": False,
@@ -410,7 +428,8 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         _mark_unlike_neighbours(new, (problem.c[:, :-1], *_but_last_column(problem)))
         first = np.flatnonzero(new)
         group = (np.cumsum(new) - 1).astype(np.int32)
-        size = _jax.piece_size(max(warm, 1), self._exit_chunk() or max(warm, 1)) if _pads_its_scenes(problem) else 1
+        size = _jax.piece_size(max(warm, 1), self._exit_chunk(problem) or max(warm, 1)) \
+            if _pads_its_scenes(problem) else 1
         if len(first) % size:
             first = np.concatenate([first, np.full(size - len(first) % size, first[-1])])
         scenes = (problem.c[first, :-1], problem.A_eq[first, :, :-1], problem.b_eq[first], problem.A_ub[first, :, :-1],
@@ -462,7 +481,8 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         iterations, basis)``: the last the final bases (what ``prepare_exits_from`` reads)."""
         problem, (bounded, arrays, warm) = prepared
         if warm is None:
-            return super().run((problem, (bounded, arrays)))
+            with _jax.precision(self.dtype):
+                return self.chunked(self._compiled(problem.P is not None, bounded), arrays, self.piece(problem))
         B, n = problem.c.shape
         with _jax.precision(self.dtype):
             if isinstance(warm, ExitStarts):  # starts handed over from LP-1: no phase 1 here
@@ -471,7 +491,8 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
                 certified = np.zeros(B, dtype=bool)
             else:
                 phase1, group, last_eq, last_ub = warm
-                basis, feasible, y_eq, y_ub, proven = self.chunked(self._jitted("phase1", self.one_phase1), phase1)
+                basis, feasible, y_eq, y_ub, proven = self.chunked(self._jitted("phase1", self.one_phase1), phase1,
+                                                                   self.piece(problem))
                 ok = np.asarray(feasible)[group]  # host: which LPs start warm
                 y_eq_, y_ub_ = np.asarray(y_eq, np.float64)[group], np.asarray(y_ub, np.float64)[group]
                 keeps = np.einsum("bi,bi->b", last_eq, y_eq_) + np.einsum("bi,bi->b", last_ub, y_ub_) <= 0
@@ -497,7 +518,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         own = len(warm_at) == B and len(basis) == B and np.array_equal(group, np.arange(B))
         parts = []
         if len(warm_at) and shared is not None:
-            pieces = self._exit_chunk()
+            pieces = self._exit_chunk(problem)
             scenes = self.chunked(self._jitted("exit-scene", self.one_exit_scene), shared.scenes, pieces)
             per_exit = shared.per_exit if own else take(shared.per_exit, (warm_at,) * len(shared.per_exit))
             lean_fn = self._jitted("exit-lean", self.one_lean_exit, in_axes=(None, 0, 0, 0, 0))
@@ -506,7 +527,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             warm_fn = self._jitted("warm", self.one_warm_exit)
             starts = [*arrays[:5], basis] if own else \
                 list(take((*arrays[:5], basis), (warm_at,) * 5 + (group[warm_at],)))
-            parts.append((warm_at, self.chunked(warm_fn, starts)))
+            parts.append((warm_at, self.chunked(warm_fn, starts, self.piece(problem))))
         if len(warm_at):
             # a warm start that does not end optimal is solved again cold (never worse than cold)
             cold_at = np.union1d(cold_at, warm_at[np.asarray(parts[0][1][3]) != 3])
@@ -514,7 +535,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
                 return tuple(parts[0][1])
         if len(cold_at):
             parts.append((cold_at, self.chunked(self._compiled(False, bounded),
-                                                list(take(arrays, (cold_at,) * len(arrays))))))
+                                                list(take(arrays, (cold_at,) * len(arrays))), self.piece(problem))))
         dtype = np.dtype(self.dtype)
         out = (jnp.zeros((B, n), dtype), jnp.asarray(y_eq_, dtype), jnp.asarray(y_ub_, dtype),
                jnp.zeros(B, jnp.int32), jnp.full(B, -1, jnp.int32),  # certified: code 0, infeasible
@@ -523,9 +544,22 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             out = put(out, where, tuple(values))
         return _jax.import_jax().block_until_ready(out)
 
-    def _exit_chunk(self) -> int:
-        """Lean exits per piece: ``exit_chunk``, or 0 (at once) where ``chunk`` is 0."""
-        return int(self.settings["exit_chunk"]) if int(self.settings.get("chunk") or 0) else 0
+    def _exit_chunk(self, problem) -> int:
+        """Lean exits of ``problem`` per piece: ``exit_chunk`` (``piece_kib`` on a CPU), or 0
+        (at once) where ``chunk`` is 0."""
+        return self.piece(problem, int(self.settings["exit_chunk"])) if int(self.settings.get("chunk") or 0) else 0
+
+    def piece(self, problem, most: int | None = None) -> int:
+        """LPs of ``problem`` (a validated batch) per vmapped piece: ``most`` (default the
+        ``chunk`` setting; 0 = at once), and on a CPU device at most what ``piece_kib`` KiB of
+        their tableaux hold (``tableau_bytes``), rounded down to a multiple of
+        ``_jax.PIECE_QUANTUM``, at least one quantum."""
+        most = int(self.settings.get("chunk") or 0) if most is None else int(most)
+        kib = int(self.settings.get("piece_kib") or 0)
+        if not most or not kib or _jax.device(self.settings["device"]).platform != "cpu":
+            return most
+        fits = kib * 1024 // tableau_bytes(problem, np.dtype(self.dtype).itemsize)
+        return min(most, max(_jax.PIECE_QUANTUM, fits // _jax.PIECE_QUANTUM * _jax.PIECE_QUANTUM))
 
     def _jitted(self, key, fn, in_axes=0):
         """``jax.jit(jax.vmap(fn, in_axes))``, traced with our pivot loop swapped into linrax
@@ -887,6 +921,14 @@ def _pads_its_scenes(problem) -> bool:
     bit for bit (seed 002's two planar sets, 12 of 12 output arrays), while padded, planar
     near-boundary's 212 scenes ran as 640 (its exits shared took 1.13-1.20x the time)."""
     return (problem.m_eq + problem.m_ub) * (problem.n + problem.m_ub + 1) > small.ELEMENTWISE_MAX
+
+
+def tableau_bytes(problem, itemsize: int) -> int:
+    """Bytes of one LP's simplex tableau in linrax's standard form, about: ``m + 2`` rows
+    (the constraints, phase 2's and phase 1's costs) by ``n + m_ub + m + 1`` columns (the
+    variables, the slacks, the artificials and the right-hand side), ``m = m_eq + m_ub``."""
+    m = problem.m_eq + problem.m_ub
+    return (m + 2) * (problem.n + problem.m_ub + m + 1) * itemsize
 
 
 def _index_type(basis):

@@ -322,6 +322,51 @@ def test_chunked_batches_give_the_whole_batch_answer():
     np.testing.assert_array_equal(chunked.status, whole.status)
 
 
+def test_pieces_on_a_cpu_hold_piece_kib_of_tableaux(monkeypatch):
+    """On a CPU a piece holds at most ``piece_kib`` (512) KiB of tableaux, at least 64 LPs:
+    cube-3d's LP-1 (4.6 KiB each in float32) and exits run in pieces of 64, planar-box's LP-1
+    (0.4 KiB) keeps ``chunk``'s 1,024 and its exits 1,216 of ``exit_chunk``'s 4,096; float64
+    fits half as many. ``piece_kib=0``, and a GPU device, keep ``chunk`` and ``exit_chunk``.
+    The batch runs in those pieces, with the verdicts of one piece."""
+    from types import SimpleNamespace
+
+    from solvers import _jax, check_standard_form
+    from solvers.linrax_hold_ import tableau_bytes
+
+    def form(family, kind, **params):
+        return check_standard_form(*problems.generate(family, 8, 0, kind=kind, **params).arrays(), batched=True)
+
+    cube, cube_exit = form("cube-3d", "lp1"), form("cube-3d", "exit")
+    planar, planar_exit = form("planar-box", "lp1", disk=True), form("planar-box", "exit", disk=True)
+    assert tableau_bytes(cube, 4) == (6 + 2) * (140 + 0 + 6 + 1) * 4 == 4704
+    hold = solvers.get("linrax-hold", dtype="float32")
+    assert (hold.piece(cube), hold._exit_chunk(cube_exit)) == (64, 64)
+    assert (hold.piece(planar), hold._exit_chunk(planar_exit)) == (1024, 1216)
+    wide = solvers.get("linrax-hold", dtype="float64")
+    assert (wide.piece(planar), wide._exit_chunk(planar_exit)) == (576, 576)
+    off = solvers.get("linrax-hold", dtype="float32", piece_kib=0)
+    assert (off.piece(cube), off._exit_chunk(cube_exit)) == (1024, 4096)
+    assert solvers.get("linrax-hold", dtype="float32", chunk=0).piece(cube) == 0  # at once, as asked
+    monkeypatch.setattr(_jax, "device", lambda kind: SimpleNamespace(platform="gpu"))
+    assert (hold.piece(cube), hold._exit_chunk(cube_exit)) == (1024, 4096)
+    monkeypatch.undo()
+
+    pieces = []
+    chunked = _jax.JaxBatchedAdapter.chunked
+
+    def spy(self, solve, arrays, chunk=None):
+        pieces.append(chunk)
+        return chunked(self, solve, arrays, chunk)
+
+    monkeypatch.setattr(_jax.JaxBatchedAdapter, "chunked", spy)
+    batch = problems.generate("cube-3d", 150, 3)
+    ref = reference(batch)
+    in_pieces = verify_lp1(batch, solvers.get("linrax-hold", dtype="float32").solve_batch(*batch.arrays()))
+    assert pieces == [64]
+    at_once = verify_lp1(batch, solvers.get("linrax-hold", dtype="float32", chunk=0).solve_batch(*batch.arrays()))
+    assert list(in_pieces["verdict"]) == list(at_once["verdict"]) == list(ref["ref_verdict"])
+
+
 def test_the_device_table_fills_each_device_column_from_its_own_rows(tmp_path):
     """CPU cells for real (with XLA simulating 4 host devices, as a multi-GPU node would give
     several), and the same rows relabelled as a GPU run: each column reads its own device."""
