@@ -61,6 +61,23 @@ def isolated_cache(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def pieces_asked(monkeypatch):
+    """The list of the piece sizes (``chunk`` arguments) every ``JaxBatchedAdapter.chunked``
+    call of the test is given, in order; the calls still run."""
+    from solvers import _jax
+
+    asked = []
+    chunked = _jax.JaxBatchedAdapter.chunked
+
+    def spy(self, solve, arrays, chunk=None):
+        asked.append(chunk)
+        return chunked(self, solve, arrays, chunk)
+
+    monkeypatch.setattr(_jax.JaxBatchedAdapter, "chunked", spy)
+    return asked
+
+
+@pytest.fixture
 def fake_plugins(monkeypatch):
     """Load tests/fake_adapters.py through CONTACTBENCH_PLUGINS (also in spawned workers)."""
     monkeypatch.setenv("CONTACTBENCH_PLUGINS", "fake_adapters")

@@ -322,7 +322,7 @@ def test_chunked_batches_give_the_whole_batch_answer():
     np.testing.assert_array_equal(chunked.status, whole.status)
 
 
-def test_pieces_on_a_cpu_hold_piece_kib_of_tableaux(monkeypatch):
+def test_pieces_on_a_cpu_hold_piece_kib_of_tableaux(monkeypatch, request):
     """On a CPU a piece holds at most ``piece_kib`` (512) KiB of tableaux, at least 64 LPs:
     cube-3d's LP-1 (4.6 KiB each in float32) and exits run in pieces of 64, planar-box's LP-1
     (0.4 KiB) keeps ``chunk``'s 1,024 and its exits 1,216 of ``exit_chunk``'s 4,096; float64
@@ -350,15 +350,7 @@ def test_pieces_on_a_cpu_hold_piece_kib_of_tableaux(monkeypatch):
     monkeypatch.setattr(_jax, "device", lambda kind: SimpleNamespace(platform="gpu"))
     assert (hold.piece(cube), hold._exit_chunk(cube_exit)) == (1024, 4096)
     monkeypatch.undo()
-
-    pieces = []
-    chunked = _jax.JaxBatchedAdapter.chunked
-
-    def spy(self, solve, arrays, chunk=None):
-        pieces.append(chunk)
-        return chunked(self, solve, arrays, chunk)
-
-    monkeypatch.setattr(_jax.JaxBatchedAdapter, "chunked", spy)
+    pieces = request.getfixturevalue("pieces_asked")  # (after the undo: its spy stays in place)
     batch = problems.generate("cube-3d", 150, 3)
     ref = reference(batch)
     in_pieces = verify_lp1(batch, solvers.get("linrax-hold", dtype="float32").solve_batch(*batch.arrays()))

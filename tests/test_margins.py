@@ -169,24 +169,15 @@ def test_exits_each_from_its_own_lp1_basis_skip_the_gather_and_answer_as_gathere
 
 
 @needs_hold
-def test_lean_exits_run_in_pieces_of_exit_chunk_with_the_answers_of_one_piece(monkeypatch):
+def test_lean_exits_run_in_pieces_of_exit_chunk_with_the_answers_of_one_piece(pieces_asked):
     """Lean exits run in pieces of ``exit_chunk`` (their own size, not LP-1's ``chunk``; by
     default on a CPU at most ``piece_kib`` KiB of tableaux: 1,216 planar exits), in one piece
     where ``exit_chunk`` or ``chunk`` is 0, and every piece size gives the same answers, bit
     for bit."""
-    from solvers import _jax
-
     scenes = _scenes("planar-box", 40)
     lp1_adapter = solvers.get("linrax-hold", dtype="float32")
     raw, held = _lp1_raw_and_held(lp1_adapter, scenes)
-    pieces = []
-    chunked = _jax.JaxBatchedAdapter.chunked
-
-    def spy(self, solve, arrays, chunk=None):
-        pieces.append(chunk)
-        return chunked(self, solve, arrays, chunk)
-
-    monkeypatch.setattr(_jax.JaxBatchedAdapter, "chunked", spy)
+    pieces = pieces_asked
     answers = {}
     for settings_, expected in (({"exit_chunk": 64}, 64), ({"exit_chunk": 0}, 0), ({"chunk": 0}, 0), ({"piece_kib": 0}, 4096),
                                 ({}, 1216)):
