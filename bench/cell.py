@@ -26,7 +26,7 @@ import problems
 from solvers import check_standard_form
 from solvers.timing import timed_solve
 
-from .env import device_memory, jax_devices, peak_rss_mb, reset_peak_rss, solver_versions
+from .env import device_memory, jax_devices, malloc_settings, peak_rss_mb, reset_peak_rss, solver_versions
 from .grid import Cell
 from .reference import reference
 from .schema import REPEAT_COLUMNS
@@ -178,7 +178,7 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
     if cell.device == "cpu":  # the CPU model says more than JAX's device kind ("cpu")
         model = str(env.get("env_cpu", ""))
     env = {**env, "env_jax_devices": devices_seen(adapter), "env_xla_flags": os.environ.get("XLA_FLAGS", ""),
-           "env_malloc": " ".join(f"{k}={os.environ[k]}" for k in sorted(os.environ) if k.startswith("MALLOC_")),
+           "env_malloc": malloc_settings(),
            "env_pjrt_nproc": os.environ.get("PJRT_NPROC", ""),
            "env_xla_preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", ""),
            "env_jax_matmul_precision": jax_matmul_precision(adapter),

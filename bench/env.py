@@ -112,6 +112,12 @@ def host_environment() -> dict[str, str]:
     return env
 
 
+def malloc_settings() -> str:
+    """This process's glibc allocator settings (``MALLOC_*`` environment variables, sorted,
+    ``KEY=value`` separated by spaces; '' without any): rows' ``env_malloc``."""
+    return " ".join(f"{k}={os.environ[k]}" for k in sorted(os.environ) if k.startswith("MALLOC_"))
+
+
 def jax_devices() -> str:
     """JAX's devices in this process (e.g. ``cpu:TFRT_CPU_0``), or '' without JAX."""
     try:

@@ -142,11 +142,12 @@ def measure_job(label: str, family: str, params: dict, n: int, spec: str, dtype:
     import json
     import os
 
+    from .env import malloc_settings
     from .execute import exit_if_orphaned
 
     row = measure_set(label, family, params, n, spec, dtype, device, rounds)
     row.update(pjrt_nproc=os.environ.get("PJRT_NPROC", ""), xla_flags=os.environ.get("XLA_FLAGS", ""),
-               malloc=" ".join(f"{k}={os.environ[k]}" for k in sorted(os.environ) if k.startswith("MALLOC_")))
+               malloc=malloc_settings())
     exit_if_orphaned(parent_pid)
     Path(out).write_text(json.dumps(row, default=lambda v: v.item()))  # (NumPy scalars)
 

@@ -58,7 +58,7 @@ def measure(spec: str, batch, device: str, rounds: int, partial=None) -> dict[st
     host = check_standard_form(*batch.arrays(), **batch.extra(), batched=True)
     _problem, (bounded, placed, *_warm) = adapter.prepare(host)  # (linrax-hold adds its warm_exits groups)
     # the adapter's pieces of this batch (linrax-hold: ``chunk``, on a CPU at most ``piece_kib``)
-    chunk = adapter.piece(host) if hasattr(adapter, "piece") else int(adapter.settings.get("chunk") or 0)
+    chunk = adapter.piece(host)
     # float32 host arrays of their own, made outside the clock
     raw_solve = raw_baseline(adapter._compiled(host.P is not None, bounded),
                              [np.array(a, copy=True) for a in placed], chunk, device=_jax.device(device))

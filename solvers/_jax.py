@@ -220,7 +220,13 @@ class JaxBatchedAdapter:
         padded by repeating its final case, so every piece has one compiled shape)."""
         problem, (bounded, arrays) = prepared
         with precision(self.dtype):
-            return self.chunked(self._compiled(problem.P is not None, bounded), arrays)
+            return self.chunked(self._compiled(problem.P is not None, bounded), arrays, self.piece(problem))
+
+    def piece(self, problem, most: int | None = None) -> int:
+        """Cases of ``problem`` (a validated batch) per vmapped piece: ``most``, by default the
+        ``chunk`` setting (0 = the whole batch at once). An adapter may size pieces by the
+        batch (linrax-hold: by its tableaux on a CPU)."""
+        return int(self.settings.get("chunk") or 0) if most is None else int(most)
 
     def chunked(self, solve, arrays, chunk: int | None = None):
         """``solve(*arrays)`` (a jitted, vmapped function of arrays with one leading batch axis)

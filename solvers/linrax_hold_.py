@@ -481,8 +481,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         iterations, basis)``: the last the final bases (what ``prepare_exits_from`` reads)."""
         problem, (bounded, arrays, warm) = prepared
         if warm is None:
-            with _jax.precision(self.dtype):
-                return self.chunked(self._compiled(problem.P is not None, bounded), arrays, self.piece(problem))
+            return super().run((problem, (bounded, arrays)))
         B, n = problem.c.shape
         with _jax.precision(self.dtype):
             if isinstance(warm, ExitStarts):  # starts handed over from LP-1: no phase 1 here
@@ -554,7 +553,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         ``chunk`` setting; 0 = at once), and on a CPU device at most what ``piece_kib`` KiB of
         their tableaux hold (``tableau_bytes``), rounded down to a multiple of
         ``_jax.PIECE_QUANTUM``, at least one quantum."""
-        most = int(self.settings.get("chunk") or 0) if most is None else int(most)
+        most = super().piece(problem, most)
         kib = int(self.settings.get("piece_kib") or 0)
         if not most or not kib or _jax.device(self.settings["device"]).platform != "cpu":
             return most
