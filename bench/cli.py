@@ -245,27 +245,64 @@ def _resumed_grid(ctx: typer.Context, out: Path, run_id: Optional[str], cells: l
     return recorded, [tuple(s) for s in manifest.get("skipped", [])], timeout, recorded_grid
 
 
-def _dask_client(stack: contextlib.ExitStack, scheduler: Optional[str], workers: Optional[int], cells: list):
-    """A Dask client (``bench.cluster.connect``; an embedded cluster's workers get the GPUs
-    seen here when ``cells`` need one), closed (with its embedded cluster) when ``stack``
-    closes; exit 2 naming the option when it cannot be had."""
+def _start_dask(stack: contextlib.ExitStack, scheduler: Optional[str], workers: Optional[int], cells: list):
+    """Start connecting to Dask and return ``client()``, which waits for the client
+    (``bench.cluster.connect``; an embedded cluster's workers get the GPUs seen here when
+    ``cells`` need one), prints the engine line, and exits 2 naming the option when it cannot
+    be had. An embedded cluster starts in a thread, so
+    that its 1-2 s (spawning the workers, their imports) overlap the problem sets' generation
+    here; a ``--scheduler`` is connected at once (an unreachable one creates nothing). Either
+    way the workers' cell processes start as soon as the workers are up
+    (``bench.cluster.warm_pools``: one per dtype of ``cells``). The client and an embedded
+    cluster close when ``stack`` closes, the cluster waited for first when it is still
+    starting (an error elsewhere, Ctrl-C)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from . import cluster
 
-    try:
-        client, local = cluster.connect(scheduler, workers if workers is not None else 1,
-                                        None if scheduler else cluster.local_resources(cells))
-    except BenchError as exc:
-        _fail(str(exc))
-    if local is not None:
-        stack.callback(local.close)
-    stack.callback(client.close)
-    where = scheduler or f"embedded LocalCluster, {workers or 1} worker process(es)"
-    import importlib.util
+    dtypes = sorted({c.dtype for c in cells})
 
-    # the embedded cluster serves its dashboard when bokeh is installed here (a remote scheduler: its own)
-    served = scheduler or importlib.util.find_spec("bokeh") is not None
-    link = getattr(client, "dashboard_link", None) if served else None
-    console.print(f"Dask: {escape(where)}" + (f"; dashboard {escape(link)}" if link else ""))
+    def connect():
+        return cluster.connect(scheduler, workers if workers is not None else 1,
+                               None if scheduler else cluster.local_resources(cells), warm=tuple(dtypes))
+
+    def close(connecting) -> None:
+        try:
+            client, local = connecting.result()
+        except BaseException:  # noqa: BLE001 - nothing was started, or its error is reported below
+            return
+        client.close()
+        if local is not None:
+            local.close()
+
+    if scheduler:
+        from concurrent.futures import Future
+
+        connecting: Future = Future()
+        try:
+            connecting.set_result(connect())
+        except BenchError as exc:
+            _fail(str(exc))
+    else:
+        starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="contactbench-dask")
+        connecting = starter.submit(connect)
+        starter.shutdown(wait=False)  # the thread ends with ``connect``
+    stack.callback(close, connecting)
+
+    def client():
+        try:
+            connected, _local = connecting.result()
+        except BenchError as exc:
+            _fail(str(exc))
+        where = scheduler or f"embedded LocalCluster, {workers or 1} worker process(es)"
+        import importlib.util
+
+        # the embedded cluster serves its dashboard when bokeh is installed here (a remote scheduler: its own)
+        served = scheduler or importlib.util.find_spec("bokeh") is not None
+        link = getattr(connected, "dashboard_link", None) if served else None
+        console.print(f"Dask: {escape(where)}" + (f"; dashboard {escape(link)}" if link else ""))
+        return connected
+
     return client
 
 
@@ -337,13 +374,15 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
     from . import problemsets
 
     with contextlib.ExitStack() as stack:
-        client = _dask_client(stack, scheduler, workers, cells)  # first: an unreachable --scheduler creates nothing
+        # first: an unreachable --scheduler creates nothing; an embedded cluster starts meanwhile
+        client_when_ready = _start_dask(stack, scheduler, workers, cells)
         check_out_writable(out)
         try:
             run_dir = rundir.open_run_dir(out, run_id, resume)
             stage = stack.enter_context(rundir.staging_dir(out))
             with console.status("generating and checking the problem sets ..."):
                 problemsets.prepare(cells, stage, timeout, also_in=[run_dir / "batches"])
+            client = client_when_ready()
             stack.enter_context(rundir.run_lock(out, run_dir.name))
             run_dir = rundir.open_run_dir(out, run_dir.name, resume)  # again, now that no other run can start it
         except BenchError as exc:  # a bad problem set, a run in use: nothing of the run was created

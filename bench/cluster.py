@@ -37,6 +37,7 @@ import pandas as pd
 from solvers import BatchSolution
 from solvers.errors import BenchError, ProblemError
 
+from . import dask_worker
 from .cell import batch_for, batch_name, failed_rows, saved_or_new_batch
 from .env import host_environment
 from .grid import Cell
@@ -55,14 +56,20 @@ DASK_CONFIG = {
     # a worker holds only the cells it runs (one per thread), not a queue of them: a cell
     # waits at the scheduler, so a worker that dies takes only its running cell along
     "distributed.scheduler.worker-saturation": 1.0,
-    # every worker runs ``dask_setup`` below when it starts (quiet shutdown)
-    "distributed.worker.preload": ["bench.cluster"],
+    # every worker runs ``bench.dask_worker.dask_setup`` when it starts (quiet shutdown, warm pools)
+    "distributed.worker.preload": ["bench.dask_worker"],
 }
 
 
-def connect(scheduler: str | None = None, workers: int = 1, resources: dict[str, float] | None = None):
+def connect(scheduler: str | None = None, workers: int = 1, resources: dict[str, float] | None = None,
+            warm: tuple[str, ...] = ()):
     """``(client, cluster)``: a client of the cluster at ``scheduler`` (cluster None), or of a
     new embedded ``LocalCluster`` of ``workers`` single-threaded worker processes.
+
+    ``warm``: the dtypes whose cell processes every worker starts at once (``warm_pools``),
+    so that their start-up overlaps the client's work before the first cell: an embedded
+    worker as it starts (``bench.dask_worker.WARM_ENV``), the workers of ``scheduler``
+    once connected.
 
     ``resources`` are the embedded cluster's, in all (``{"GPU": 2}``: two GPUs here), not each
     worker's: each unit goes to one worker (``gpu_worker_specs``), so a GPU runs one cell at a
@@ -77,15 +84,21 @@ def connect(scheduler: str | None = None, workers: int = 1, resources: dict[str,
         check_scheduler_address(scheduler)
         try:
             with dask.config.set(DASK_CONFIG):
-                return Client(scheduler, timeout=f"{CONNECT_TIMEOUT}s", set_as_default=False), None
+                client = Client(scheduler, timeout=f"{CONNECT_TIMEOUT}s", set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
             raise ProblemError(f"--scheduler: cannot reach {scheduler!r} within {CONNECT_TIMEOUT:g} s "
                                f"({type(exc).__name__}: {exc})") from None
+        warm_pools(client, warm)
+        return client, None
     check_workers(workers)
     with dask.config.set(DASK_CONFIG):
         cluster = LocalCluster(n_workers=0, threads_per_worker=1, processes=True, dashboard_address=":0",
                                silence_logs=logging.ERROR)
-        cluster.worker_spec.update(gpu_worker_specs(cluster.new_spec, workers, int((resources or {}).get("GPU", 0))))
+        specs = gpu_worker_specs(cluster.new_spec, workers, int((resources or {}).get("GPU", 0)))
+        for spec in specs.values():
+            options = spec.setdefault("options", {})
+            options["env"] = {**options.get("env", {}), dask_worker.WARM_ENV: ",".join(warm)}
+        cluster.worker_spec.update(specs)
         cluster.scale(workers)  # starts the workers just specified
         client = Client(cluster, set_as_default=False)
         from .execute import STARTUP_SECONDS
@@ -197,52 +210,15 @@ def embedded(workers: int = 1, resources: dict[str, float] | None = None):
 
 
 # ------------------------------------------------------------------ worker side
-#: how a Dask worker's heartbeat failure begins (``distributed.worker``, logged at ERROR)
-HEARTBEAT_FAILURE = "Failed to communicate with scheduler during heartbeat"
-
-
-class ClosingHeartbeatFilter(logging.Filter):
-    """Drops a worker's heartbeat-failure record (``HEARTBEAT_FAILURE``, with its traceback)
-    while that worker is closing: a heartbeat still waiting for the scheduler when the worker
-    closes its own connections fails, and Dask logs it at ERROR (dask/distributed#7192). It
-    said nothing about the run, yet it put a traceback after the run's own last words. A
-    heartbeat that fails while the worker runs is kept, and so is every other record."""
-
-    def __init__(self, worker):
-        from distributed.core import Status
-
-        super().__init__()
-        self.worker = worker
-        self.closing = (Status.closing, Status.closing_gracefully, Status.closed)
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (self.worker.status in self.closing and str(record.msg).startswith(HEARTBEAT_FAILURE))
-
-
-def dask_setup(worker) -> None:
-    """Dask's preload hook (``distributed.worker.preload`` in ``DASK_CONFIG``), run by every
-    worker as it starts: its logger ``distributed.worker`` gets a ``ClosingHeartbeatFilter``."""
-    logging.getLogger("distributed.worker").addFilter(ClosingHeartbeatFilter(worker))
-
-
-def _worker_pool():
-    """This Dask worker's pool of supervised cell processes (one per dtype), kept on the
-    worker object so that imports and JAX start-up are paid once per worker."""
-    from distributed import get_worker
-
-    from .execute import LocalPool
-
-    worker = get_worker()
-    pool = getattr(worker, "_contactbench_pool", None)
-    if pool is None:
-        from solvers._jax import DEVICE_INDEX_ENV
-
-        # the cells' processes (spawned below, inheriting the environment) solve on this
-        # worker's device: the embedded cluster's worker i on device i (modulo the count)
-        name = str(worker.name)
-        os.environ.setdefault(DEVICE_INDEX_ENV, name if name.isdigit() else "0")
-        pool = worker._contactbench_pool = LocalPool()
-    return worker, pool
+def warm_pools(client, dtypes: list[str]) -> None:
+    """Start every worker's cell processes of ``dtypes`` now (spawn and imports, about half a
+    second each), while the client still generates the problem sets and references, instead
+    of when each worker's first cell arrives. Best effort: a worker that cannot (an older
+    contactbench, gone) starts them with its first cell, as before."""
+    try:
+        client.run(dask_worker.warm_pool, list(dtypes))
+    except Exception:  # noqa: BLE001 - the cells start their processes themselves
+        pass
 
 
 def _worker_batch(cell: Cell, expected_hash: str):
@@ -282,7 +258,7 @@ def cell_task(cell: Cell, run_id: str, timeout: float, stall: float, expected_ha
 
         with Lock(f"contactbench-host-{os.environ.get('CONTACTBENCH_HOST') or socket.gethostname()}"):
             return cell_task(cell, run_id, timeout, stall, expected_hash, ref_solution, False, topic)
-    worker, pool = _worker_pool()
+    worker, pool = dask_worker.worker_pool()
     if topic:
         worker.log_event(topic, worker.get_current_task())
     missing = _missing_adapter(cell)

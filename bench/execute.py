@@ -23,8 +23,10 @@ import time
 import traceback
 from pathlib import Path
 
-from .cell import solve_cell
-from .rundir import write_cell
+#: modules a worker imports before it says it is ready: those of a cell job, so that their
+#: import is start-up (outside every cell's timeout) while this module stays light to import
+#: (a Dask worker imports it before it registers, ``bench.dask_worker``)
+WORKER_IMPORTS = ("bench.cell", "bench.rundir")
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -49,6 +51,10 @@ def _serve(conn, parent_pid: int) -> None:
     <text>"``; stop on ``None``. The worker dies with its parent, and a job never writes once
     the parent is gone (``exit_if_orphaned``)."""
     _die_with_parent(parent_pid)
+    import importlib
+
+    for module in WORKER_IMPORTS:
+        importlib.import_module(module)
     conn.send("ready")
     while True:
         job = conn.recv()
@@ -88,6 +94,9 @@ def output_to(path: Path | str, append: bool = False) -> None:
 def cell_job(cell, env, run_id, out, log, cache, batches, *, parent_pid: int) -> None:
     """A worker's cell job: run the cell with C-level stdout/stderr in the file ``log`` and
     write its parquet to ``out`` (see ``bench.cell.solve_cell``)."""
+    from .cell import solve_cell
+    from .rundir import write_cell
+
     output_to(log)
     rows = solve_cell(cell, env, run_id, Path(cache) if cache else None, Path(batches))
     exit_if_orphaned(parent_pid)
@@ -283,8 +292,11 @@ class LocalPool:
     manager; ``run(job, dtype, timeout)`` returns ``(state, reason)``."""
 
     def __init__(self) -> None:
+        import threading
+
         self.ctx = mp.get_context("spawn")
         self.workers: dict[str, _Worker] = {}
+        self._lock = threading.Lock()  # ``warm`` (a Dask worker's event loop) beside ``run`` (its task thread)
 
     def __enter__(self) -> "LocalPool":
         return self
@@ -297,9 +309,10 @@ class LocalPool:
         (seconds), ``stalled`` (no CPU for ``stall`` seconds, default ``STALL_SECONDS``, also
         on the retry in a fresh worker) or ``crashed``. A worker that did not finish cleanly
         is replaced for the next job."""
-        worker = self.workers.get(dtype)
-        if worker is None or not worker.alive:
-            worker = self.workers[dtype] = _Worker(self.ctx)
+        with self._lock:
+            worker = self.workers.get(dtype)
+            if worker is None or not worker.alive:
+                worker = self.workers[dtype] = _Worker(self.ctx)
         state, reason = worker.run(job, timeout, stall)
         if state == "stalled":  # wedged, not slow: once more in a fresh worker
             worker = self.workers[dtype] = _Worker(self.ctx)
@@ -310,7 +323,19 @@ class LocalPool:
             worker.kill()  # a fresh worker takes the next cell of this dtype
         return state, reason
 
+    def warm(self, dtype: str) -> bool:
+        """Start the worker of ``dtype`` now, without waiting for it (its start-up then
+        overlaps whatever this process does next; ``run`` waits for it to be ready, outside
+        the cell's timeout). True when one was started, False when one is already there."""
+        with self._lock:
+            worker = self.workers.get(dtype)
+            if worker is not None and worker.alive:
+                return False
+            self.workers[dtype] = _Worker(self.ctx)
+            return True
+
     def close(self) -> None:
-        for worker in self.workers.values():
+        with self._lock:
+            workers, self.workers = list(self.workers.values()), {}
+        for worker in workers:
             worker.close()
-        self.workers.clear()

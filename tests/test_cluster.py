@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bench import cluster, grid, report, runner
+from bench import cluster, dask_worker, grid, report, runner
 from bench.cli import app
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -248,7 +248,7 @@ def test_the_slurm_job_script_has_the_worker_command_resources_and_environment()
     assert "--resources GPU=1" in script and script.split("--nthreads")[-1].split()[0] == "1"
     assert 'export DASK_DISTRIBUTED__WORKER__DAEMON="False"' in script
     assert 'export DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES="1"' in script
-    assert '''export DASK_DISTRIBUTED__WORKER__PRELOAD="['bench.cluster']"''' in script
+    assert '''export DASK_DISTRIBUTED__WORKER__PRELOAD="['bench.dask_worker']"''' in script
     assert sys.executable in script  # the nodes' python defaults to this one
 
 
@@ -446,7 +446,7 @@ async def main(with_filter):
             return answer(*args, **kwargs)
         async with Worker(scheduler.address, nthreads=1) as worker:
             if with_filter:
-                from bench.cluster import dask_setup
+                from bench.dask_worker import dask_setup
                 dask_setup(worker)
             scheduler.handlers["heartbeat_worker"] = slow_answer
             waiting = asyncio.ensure_future(worker.heartbeat())
@@ -463,7 +463,7 @@ asyncio.run(main(sys.argv[1] == "filtered"))
 def test_a_heartbeat_cut_short_by_its_worker_closing_prints_no_traceback(tmp_path, mode):
     """CI saw a run that had exited 2 with its own message end with Dask's traceback: a
     worker's heartbeat still waited for the scheduler when that worker closed. Reproduced with
-    a real scheduler and worker: without ``bench.cluster.dask_setup`` the traceback is printed
+    a real scheduler and worker: without ``bench.dask_worker.dask_setup`` the traceback is printed
     (the race is real), with it the run's output ends cleanly."""
     script = tmp_path / "race.py"
     script.write_text(_HEARTBEAT_RACE)
@@ -471,11 +471,11 @@ def test_a_heartbeat_cut_short_by_its_worker_closing_prints_no_traceback(tmp_pat
     out = subprocess.run([sys.executable, str(script), mode], env=env, capture_output=True, text=True,
                          timeout=120, cwd=tmp_path)
     assert out.returncode == 0 and out.stdout.strip() == "closed", out.stderr
-    printed = cluster.HEARTBEAT_FAILURE in out.stderr and "Traceback" in out.stderr
+    printed = dask_worker.HEARTBEAT_FAILURE in out.stderr and "Traceback" in out.stderr
     assert printed == (mode == "unfiltered"), out.stderr
 
 
-def _heartbeat_record(message: str = cluster.HEARTBEAT_FAILURE + ".") -> "logging.LogRecord":
+def _heartbeat_record(message: str = dask_worker.HEARTBEAT_FAILURE + ".") -> "logging.LogRecord":
     import logging
 
     return logging.LogRecord("distributed.worker", logging.ERROR, __file__, 1, message, (), None)
@@ -489,7 +489,7 @@ def test_only_a_closing_workers_heartbeat_failure_is_dropped():
     from distributed.core import Status
 
     def kept(status, record):
-        return cluster.ClosingHeartbeatFilter(SimpleNamespace(status=status)).filter(record)
+        return dask_worker.ClosingHeartbeatFilter(SimpleNamespace(status=status)).filter(record)
 
     for status in (Status.closing, Status.closing_gracefully, Status.closed):
         assert not kept(status, _heartbeat_record())
@@ -511,3 +511,38 @@ def test_every_embedded_worker_starts_with_the_filter():
     with cluster.embedded(workers=2) as client:
         installed = client.run(_worker_filters)
     assert len(installed) == 2 and all(names == ["ClosingHeartbeatFilter"] for names in installed.values())
+
+
+def _pool_processes(dask_worker):
+    """``{dtype: [pid, alive]}`` of a worker's pool of cell processes (none before any start)."""
+    pool = getattr(dask_worker, "_contactbench_pool", None)
+    return {} if pool is None else {d: [w.proc.pid, w.alive] for d, w in pool.workers.items()}
+
+
+@pytest.mark.needs("highs")
+def test_cell_processes_start_with_their_worker_and_the_cells_run_in_them(tmp_path):
+    """An embedded worker starts the cell processes of the run's dtypes as it starts (before
+    any cell arrives, so their spawn and imports overlap the client's problem sets), the
+    workers of an existing cluster when ``warm_pools`` asks; the cells then run in those very
+    processes, not in new ones. Without it the first cell spawned its process (0.5 s of
+    imports on every run's critical path)."""
+    cells = [grid.Cell.of("planar-box", n, 0, "highs", "float64", "cpu", 1) for n in (4, 6)]
+    client, local = cluster.connect(None, 2, warm=("float32", "float64"))
+    try:
+        before = client.run(_pool_processes)
+        assert len(before) == 2 and all(sorted(p) == ["float32", "float64"] and all(a for _pid, a in p.values())
+                                        for p in before.values()), before
+        results = runner.run_cells(cells, tmp_path / "run", "w", timeout=120, client=client)
+        assert [r.state for r in results] == ["done", "done"]
+        after = client.run(_pool_processes)
+        assert {w: p["float64"] for w, p in after.items()} == {w: p["float64"] for w, p in before.items()}
+    finally:
+        client.close()
+        local.close()
+    with cluster.embedded(workers=1) as plain:  # nothing asked: nothing started
+        assert list(plain.run(_pool_processes).values()) == [{}]
+        cluster.warm_pools(plain, ["float32"])  # as for the workers of --scheduler
+        (started,) = plain.run(_pool_processes).values()
+        assert list(started) == ["float32"] and started["float32"][1]
+        cluster.warm_pools(plain, ["float32"])  # already there: the same process
+        assert list(plain.run(_pool_processes).values()) == [started]

@@ -106,3 +106,37 @@ def test_ratio_interval_of_well_separated_samples_excludes_one():
     assert low < 1 < high  # the same distribution: a tie
     assert stats.ratio_interval([3.0, 3.0], [1.0, 1.0]) == (3.0, 3.0, 3.0)
     assert all(map(lambda v: v != v, stats.ratio_interval([1.0], [2.0])[1:]))
+
+
+@given(n=st.integers(1, 100_000), data=st.data(), confidence=st.sampled_from([0.8, 0.9, 0.95, 0.975, 0.99, 0.999]))
+def test_beta_quantiles_are_scipy_stats_beta_ppf(n, data, confidence):
+    """The bounds take their Beta quantiles from ``scipy.special.betaincinv`` (no 0.6 s import
+    of ``scipy.stats``); they are ``scipy.stats.beta.ppf``'s, the Clopper-Pearson definition."""
+    import numpy as np
+    from scipy.stats import beta
+
+    k = data.draw(st.integers(0, n))
+    alpha = 1 - confidence
+    expect_bound = 1.0 if k == n else beta.ppf(confidence, k + 1, n - k)
+    expect_low = 0.0 if k == 0 else beta.ppf(alpha / 2, k, n - k + 1)
+    expect_high = 1.0 if k == n else beta.ppf(1 - alpha / 2, k + 1, n - k)
+    assert stats.rate_upper_bound(k, n, confidence) == pytest.approx(expect_bound, rel=1e-12, abs=1e-300)
+    (bound,) = stats.rate_upper_bounds(np.array([k]), np.array([n]), confidence)
+    (low,), (high,) = stats.rate_intervals(np.array([k]), np.array([n]), confidence)
+    assert bound == pytest.approx(expect_bound, rel=1e-12, abs=1e-300)
+    assert (low, high) == pytest.approx((expect_low, expect_high), rel=1e-12, abs=1e-300)
+
+
+def test_a_one_repeat_summary_does_not_import_scipy_stats():
+    """A run of one repeat has no time interval to bootstrap: its summary (rates, bounds,
+    ``median_interval`` of one sample) must not pay ``scipy.stats``' import; two samples do."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np; from bench import stats; "
+            "stats.rate_intervals(np.array([0, 3]), np.array([4, 9])); stats.rate_upper_bounds(np.array([1]), np.array([5])); "
+            "stats.rate_upper_bound(0, 64); one = stats.median_interval([1.0]); same = stats.median_interval([2.0, 2.0]); "
+            "before = 'scipy.stats' in sys.modules; two = stats.median_interval([1.0, 2.0, 4.0]); "
+            "print(before, 'scipy.stats' in sys.modules, np.isnan(one).all(), same, two[0] <= 2.0 <= two[1])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True", "True", "(2.0,", "2.0)", "True"], out
