@@ -315,7 +315,8 @@ class LocalPool:
                 worker = self.workers[dtype] = _Worker(self.ctx)
         state, reason = worker.run(job, timeout, stall)
         if state == "stalled":  # wedged, not slow: once more in a fresh worker
-            worker = self.workers[dtype] = _Worker(self.ctx)
+            with self._lock:
+                worker = self.workers[dtype] = _Worker(self.ctx)
             state, reason = worker.run(job, timeout, stall)
             if state != "done":
                 reason = f"{reason} (also on a retry in a fresh worker)"
