@@ -249,9 +249,9 @@ def _start_dask(stack: contextlib.ExitStack, scheduler: Optional[str], workers: 
     """Start connecting to Dask and return ``client()``, which waits for the client
     (``bench.cluster.connect``; an embedded cluster's workers get the GPUs seen here when
     ``cells`` need one), prints the engine line, and exits 2 naming the option when it cannot
-    be had. An embedded cluster starts in a thread, so
-    that its 1-2 s (spawning the workers, their imports) overlap the problem sets' generation
-    here; a ``--scheduler`` is connected at once (an unreachable one creates nothing). Either
+    be had. The connection is made in a thread: an embedded cluster's 1-2 s (spawning the
+    workers, their imports) overlap the problem sets' generation here, while a
+    ``--scheduler`` is waited for at once (an unreachable one creates nothing). Either
     way the workers' cell processes start as soon as the workers are up
     (``bench.cluster.warm_pools``: one per dtype of ``cells``). The client and an embedded
     cluster close when ``stack`` closes, the cluster waited for first when it is still
@@ -275,19 +275,14 @@ def _start_dask(stack: contextlib.ExitStack, scheduler: Optional[str], workers: 
         if local is not None:
             local.close()
 
-    if scheduler:
-        from concurrent.futures import Future
-
-        connecting: Future = Future()
-        try:
-            connecting.set_result(connect())
-        except BenchError as exc:
-            _fail(str(exc))
-    else:
-        starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="contactbench-dask")
-        connecting = starter.submit(connect)
-        starter.shutdown(wait=False)  # the thread ends with ``connect``
+    starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="contactbench-dask")
+    connecting = starter.submit(connect)
+    starter.shutdown(wait=False)  # the thread ends with ``connect``
     stack.callback(close, connecting)
+    if scheduler and (failure := connecting.exception()) is not None:  # waits: nothing created yet
+        if isinstance(failure, BenchError):
+            _fail(str(failure))
+        raise failure
 
     def client():
         try:
