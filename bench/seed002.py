@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 
 import solvers
@@ -54,22 +55,35 @@ def ablation_cells(seed: int = 0, repeats: int = 3, scale: float = 1.0, device: 
             for _label, fam, params, n in ABLATION_SETS for _row, spec in ablation_specs()]
 
 
-def _set_label(row: pd.Series, sets) -> str:
-    """The label of the set a result row belongs to (same family and parameters)."""
-    params = json.loads(row["family_params"])
+def _set_label(family: str, family_params: str, sets) -> str:
+    """The label of the set of ``sets`` that rows of ``family`` with ``family_params`` (the
+    rows' JSON column) belong to (same family and parameters), or ``""``."""
+    params = json.loads(family_params)
     kind = params.pop("kind", "lp1")
     for label, fam, set_params, _n in sets:
         wanted = dict(set_params)
         set_kind = wanted.pop("kind", None)
-        if row["family"] == fam and params == wanted and set_kind in (None, kind):
+        if family == fam and params == wanted and set_kind in (None, kind):
             return label
     return ""
+
+
+def set_labels(rows: pd.DataFrame, sets) -> np.ndarray:
+    """The set label of each result row (``_set_label``), decided once per distinct
+    ``(family, family_params)`` pair and spread to the rows by their codes: the rows are per
+    case, and a device table at scale holds hundreds of thousands of them."""
+    if rows.empty:
+        return np.array([], dtype=object)
+    pairs = pd.MultiIndex.from_arrays([rows["family"].astype(str), rows["family_params"].astype(str)])
+    codes, distinct = pairs.factorize()
+    labels = np.array([_set_label(family, params, sets) for family, params in distinct], dtype=object)
+    return labels[codes]
 
 
 def ablation_table(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration, per set: correct / false_accept / uncertain / failed and ms per 256."""
     rows = rows.copy()
-    rows["set"] = rows.apply(lambda r: _set_label(r, ABLATION_SETS), axis=1)
+    rows["set"] = set_labels(rows, ABLATION_SETS)
     labels = {str(solvers.SolverSpec.parse(spec)): label for label, spec in ablation_specs()}
     rows["configuration"] = rows["solver_spec"].map(labels)
     table = summarize(rows, ["configuration", "set"])
@@ -104,7 +118,7 @@ def reproduction_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Per set and solver: LP-1 right / uncertain / false accepts / failed, exits right of
     total, and ms per 256 scenes for LP-1 and for LP-1 plus the exits (the "LP with margins")."""
     rows = rows.copy()
-    rows["set"] = rows.apply(lambda r: _set_label(r, REPRODUCTION_SETS), axis=1)
+    rows["set"] = set_labels(rows, REPRODUCTION_SETS)
     rows["who"] = rows["solver_label"] + " " + rows["dtype"]
     table = summarize(rows, ["set", "who", "kind"]).set_index(["set", "who", "kind"])
     out = []

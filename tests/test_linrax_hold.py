@@ -8,6 +8,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import problems
 import solvers
@@ -193,6 +195,35 @@ def test_ablation_and_reproduction_tables_count_per_configuration():
     assert {(str(c.solver), c.dtype) for c in rcells} >= {("linrax-hold", "float32"), ("linrax", "float64"),
                                                       ("highs", "float64"), ("exact-planar", "float32")}
     assert all(c.kind == "lp1" for c in rcells if str(c.solver) == "exact-planar")
+
+
+_FAMILY_PARAMS = [(fam, {**params, **extra}) for _l, fam, params, _n in seed002.REPRODUCTION_SETS + seed002.ABLATION_SETS
+                  for extra in ({}, {"kind": "lp1"}, {"kind": "exit"}, {"kind": "exit", "disk": False})] + [
+    ("planar-box", {}), ("legged", {"kind": "qp"}), ("cube-3d", {"base": "cube-3d"})]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(_FAMILY_PARAMS), min_size=0, max_size=30), st.booleans())
+def test_set_labels_decide_once_per_family_and_parameters_what_each_row_would(picked, sort_keys):
+    """The seed-002 tables label their per-case rows by ``set_labels``, once per distinct
+    ``(family, family_params)`` (it was a ``DataFrame.apply`` over every row): each row gets
+    the label of its own pair, whatever the JSON's key order, and an empty table none."""
+    rows = pd.DataFrame({"family": [f for f, _p in picked],
+                         "family_params": [json.dumps(p, sort_keys=sort_keys) for _f, p in picked]})
+    for sets in (seed002.REPRODUCTION_SETS, seed002.ABLATION_SETS):
+        got = seed002.set_labels(rows, sets)
+        assert len(got) == len(rows)
+        assert list(got) == [seed002._set_label(f, json.dumps(p), sets) for f, p in picked]
+    known = {("planar-box", '{"disk": true}'): ("planar random", ""),
+             ("cube-3d", '{"kind": "lp1"}'): ("3D random", "cube-3d random LP-1"),
+             ("cube-3d", '{"kind": "exit"}'): ("3D random", ""),
+             ("planar-box", '{"disk": true, "kind": "exit"}'): ("planar random", "planar exits (disk)"),
+             ("near-boundary", '{"base": "cube-3d", "kind": "lp1"}'): ("3D near-boundary", "cube-3d near-boundary LP-1"),
+             ("legged", '{"kind": "qp"}'): ("", "")}
+    for (family, params), labels in known.items():
+        one = pd.DataFrame({"family": [family], "family_params": [params]})
+        assert (seed002.set_labels(one, seed002.REPRODUCTION_SETS)[0],
+                seed002.set_labels(one, seed002.ABLATION_SETS)[0]) == labels
 
 
 def _lp(c, A_eq, b_eq, A_ub, b_ub):
