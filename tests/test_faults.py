@@ -204,13 +204,14 @@ def test_sigkill_of_the_run_takes_its_workers_with_it(tmp_path):
 
 def test_worker_start_up_does_not_count_against_the_timeout(tmp_path):
     """A 16-LP HiGHS cell was killed at --timeout 1 on main (spawn and imports counted).
-    Load-proof: every new interpreter here takes 30 s to start (a ``sitecustomize`` that
-    sleeps), against a 15 s cell timeout and a 4-scene cell that takes well under a second
-    on an idle machine, so the cell is killed exactly when start-up counts (a 1 s timeout on
+    Load-proof: every new interpreter here takes 20 s to start (a ``sitecustomize`` that
+    sleeps: more than the timeout by itself), against a 15 s cell timeout and a 4-scene cell
+    that takes well under a second on an idle machine, so the cell is killed exactly when
+    start-up counts (a 1 s timeout on
     the real start-up failed beside a CPU-heavy job; 8 s against 4 s failed with four
     CPU-heavy jobs on two cores, where the cell itself took more than 4 s). The ``contactbench``
     process itself, a child of this one, starts at once: its start-up precedes every cell and
-    counts against none (it slept too, 30 s of the test's time for nothing). Each sleeper
+    counts against none (it slept too, the test's time for nothing). Each sleeper
     writes a line to ``slept``, so the test knows that the slow starts happened."""
     hook = tmp_path / "slow-start"
     hook.mkdir()
@@ -223,7 +224,7 @@ def test_worker_start_up_does_not_count_against_the_timeout(tmp_path):
     path = os.pathsep.join((str(hook), PLUGINS["PYTHONPATH"]))
     res = cb("run", "-f", "planar-box", "--n", "4", "--repeats", "1", "-s", "highs", "--timeout", "15",
              "--out", tmp_path / "runs", "--run-id", "t", cwd=tmp_path, check=0, timeout=600,
-             env={"PYTHONPATH": path, "CONTACTBENCH_TEST_SLOW_START_S": "30",
+             env={"PYTHONPATH": path, "CONTACTBENCH_TEST_SLOW_START_S": "20",
                   "CONTACTBENCH_TEST_FAST_PARENT": str(os.getpid())})
     assert "4/4 correct" in res.stdout, res.stdout[-2000:]
     assert len(slept.read_text().split()) >= 1  # the cell's worker started slowly
