@@ -325,10 +325,12 @@ _CAP_SCRIPT = """
 import sys, numpy as np, solvers
 c, A = {c!r}, {A!r}
 b = np.zeros(5); b[-1] = 1.0
-arrays = [np.asarray(a, float)[None] for a in (c, np.zeros((0, 7)), np.zeros(0), A, b)]
-s = solvers.get("linrax-hold", dtype="float64", bland=False, dantzig=False,
-                cap=sys.argv[1] == "on").solve_batch(*arrays)
-print(s.status_text()[0])
+adapter = solvers.get("linrax-hold", dtype="float64", bland=False, dantzig=False, cap=sys.argv[1] == "on")
+batch = lambda c, A, b: [np.asarray(a, float)[None] for a in (c, np.zeros((0, 7)), np.zeros(0), A, b)]
+# an LP of the same shapes that ends at once (x = 0 optimal): the program is compiled and runs
+adapter.solve_batch(*batch(np.zeros(7), np.zeros((5, 7)), np.ones(5)))
+print("compiled", flush=True)
+print(adapter.solve_batch(*batch(c, A, b)).status_text()[0])
 """
 
 
@@ -341,8 +343,17 @@ def test_without_the_cap_a_cycling_lp_never_returns(tmp_path):
     script.write_text(_CAP_SCRIPT.format(c=c, A=A))
     capped = subprocess.run([sys.executable, str(script), "on"], capture_output=True, text=True, timeout=120)
     assert capped.stdout.strip().splitlines()[-1] == "max_iter", capped.stderr[-2000:]
-    with pytest.raises(subprocess.TimeoutExpired):  # the same LP, uncapped: still pivoting after 25 s
-        subprocess.run([sys.executable, str(script), "off"], capture_output=True, timeout=25)
+    # the same LP, uncapped: still pivoting 10 s after its program was compiled and had run
+    # (the wait counts from "compiled", so a slow start-up cannot pass for a cycle)
+    uncapped = subprocess.Popen([sys.executable, str(script), "off"], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert uncapped.stdout.readline().strip() == "compiled"
+        with pytest.raises(subprocess.TimeoutExpired):
+            uncapped.wait(timeout=10)
+    finally:
+        uncapped.kill()
+        uncapped.wait()
 
 
 def test_chunked_batches_give_the_whole_batch_answer():
