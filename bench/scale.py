@@ -36,12 +36,13 @@ def reference_seconds(family: str, n: int, workers: int, seed: int = 0) -> float
     """Wall seconds of the reference of ``family`` at ``n`` on ``workers`` embedded workers."""
     from . import cluster, grid
     from .cell import batch_for
+    from .problemsets import ProblemSet
 
     cells, _ = grid.expand([family], ["highs"], ["float64"], ["cpu"], [n], seed, 1)
     batch = batch_for(cells[0])
     with tempfile.TemporaryDirectory() as cache, cluster.embedded(workers=workers) as client:
         client.run(lambda: __import__("problems").families())  # imports paid before the clock
-        batches = {cells[0].problem_key: [batch, batch.content_hash(), None, None]}
+        batches = {cells[0].problem_key: ProblemSet(batch, batch.content_hash())}
         t0 = time.perf_counter()
         cluster.references(client, cells, batches, Path(cache))
         return time.perf_counter() - t0

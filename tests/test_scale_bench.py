@@ -13,6 +13,15 @@ def test_scale_times_the_generation_of_each_family_it_is_given(capsys):
     assert all(line.split()[2] == "n=8:" and float(line.split()[3]) >= 0 for line in lines)
 
 
+def test_scale_times_the_reference_on_an_embedded_cluster(capsys):
+    """The reference step runs as ``make bench`` runs it (it raised AttributeError there: it
+    handed ``bench.cluster.references`` a list where the engine now takes a ``ProblemSet``)."""
+    scale.main(["--n", "8", "--workers", "1", "--families", "planar-box"])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[:2] for line in lines] == [["generate", "planar-box"], ["reference", "cube-3d"]]
+    assert lines[1].split()[2:5] == ["n=8,", "1", "worker(s):"] and float(lines[1].split()[5]) > 0
+
+
 @pytest.mark.parametrize("families", ["sphere", "planar-box,nope", ","])
 def test_scale_names_the_families_argument_when_a_family_is_unknown(families, capsys):
     with pytest.raises(SystemExit) as stop:
