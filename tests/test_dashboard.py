@@ -244,7 +244,11 @@ def test_the_single_file_report_holds_every_page_and_renders_offline(published, 
         assert len(overview) == 3 and all(n >= 2 for n in overview)
         for family, path in site.family_pages.items():
             page.click(f"header a[href='#/{path.name}']")
-            page.wait_for_function(f"() => location.hash === '#/{path.name}'")
+            # the hash changes before the router's ``hashchange`` handler swaps the page in, so
+            # the wait is for the page itself (its title, set in the same handler), not the hash:
+            # counted between the two, the previous page's table rows were counted (6 for 3)
+            page.wait_for_function(f"() => location.hash === '#/{path.name}' && document.title === "
+                                   f"document.getElementById('page-{path.name}').dataset.title")
             _check_family_page(page, family, expected)
             assert page.evaluate("() => document.querySelectorAll('#page header').length") == 1
         page.evaluate("() => { location.hash = '#provenance'; }")
