@@ -72,8 +72,6 @@ def set_labels(rows: pd.DataFrame, sets) -> np.ndarray:
     """The set label of each result row (``_set_label``), decided once per distinct
     ``(family, family_params)`` pair and spread to the rows by their codes: the rows are per
     case, and a device table at scale holds hundreds of thousands of them."""
-    if rows.empty:
-        return np.array([], dtype=object)
     pairs = pd.MultiIndex.from_arrays([rows["family"].astype(str), rows["family_params"].astype(str)])
     codes, distinct = pairs.factorize()
     labels = np.array([_set_label(family, params, sets) for family, params in distinct], dtype=object)

@@ -207,11 +207,10 @@ def test_worker_start_up_does_not_count_against_the_timeout(tmp_path):
     Load-proof: every new interpreter here takes 20 s to start (a ``sitecustomize`` that
     sleeps: more than the timeout by itself), against a 15 s cell timeout and a 4-scene cell
     that takes well under a second on an idle machine, so the cell is killed exactly when
-    start-up counts (a 1 s timeout on
-    the real start-up failed beside a CPU-heavy job; 8 s against 4 s failed with four
-    CPU-heavy jobs on two cores, where the cell itself took more than 4 s). The ``contactbench``
-    process itself, a child of this one, starts at once: its start-up precedes every cell and
-    counts against none (it slept too, the test's time for nothing). Each sleeper
+    start-up counts (a 1 s timeout on the real start-up failed beside a CPU-heavy job; 8 s
+    against 4 s failed with four CPU-heavy jobs on two cores, where the cell itself took more
+    than 4 s). The ``contactbench`` process itself, a child of this one, starts at once: its
+    start-up precedes every cell and counts against none, so its sleep was wasted. Each sleeper
     writes a line to ``slept``, so the test knows that the slow starts happened."""
     hook = tmp_path / "slow-start"
     hook.mkdir()

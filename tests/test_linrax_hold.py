@@ -214,6 +214,10 @@ def test_set_labels_decide_once_per_family_and_parameters_what_each_row_would(pi
         got = seed002.set_labels(rows, sets)
         assert len(got) == len(rows)
         assert list(got) == [seed002._set_label(f, json.dumps(p), sets) for f, p in picked]
+
+
+def test_set_labels_of_known_pairs():
+    """A row's label in the reproduction's and the ablation's sets, for pairs whose answer is known."""
     known = {("planar-box", '{"disk": true}'): ("planar random", ""),
              ("cube-3d", '{"kind": "lp1"}'): ("3D random", "cube-3d random LP-1"),
              ("cube-3d", '{"kind": "exit"}'): ("3D random", ""),
