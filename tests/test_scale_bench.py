@@ -19,7 +19,8 @@ def test_scale_times_the_reference_on_an_embedded_cluster(capsys):
     scale.main(["--n", "8", "--workers", "1", "--families", "planar-box"])
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[:2] for line in lines] == [["generate", "planar-box"], ["reference", "cube-3d"]]
-    assert lines[1].split()[2:5] == ["n=8,", "1", "worker(s):"] and float(lines[1].split()[5]) > 0
+    # (seconds to one decimal: 8 cases can take less than 0.05 s, printed 0.0)
+    assert lines[1].split()[2:5] == ["n=8,", "1", "worker(s):"] and float(lines[1].split()[5]) >= 0
 
 
 @pytest.mark.parametrize("families", ["sphere", "planar-box,nope", ","])
