@@ -189,7 +189,8 @@ class JaxBatchedAdapter:
         import numpy as np
 
         finite = np.isfinite(problem.lb)
-        if not np.all(finite == finite[:1]):
+        # every bound finite (the usual x >= 0) needs no comparison of the cases' patterns
+        if not finite.all() and not np.all(finite == finite[:1]):
             raise ProblemError("lb: expected the same pattern of finite bounds in every case of the batch")
         bounded = tuple(int(j) for j in np.flatnonzero(finite[0])) if len(finite) else ()
         jax = import_jax()

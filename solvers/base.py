@@ -32,6 +32,7 @@ from typing import Any, Callable, ClassVar
 from .errors import ProblemError, SolverNotAvailable
 from .types import (
     BatchSolution, Capabilities, CodedText, ProblemTraits, Solution, StandardForm, Status, check_standard_form,
+    finite_rows,
 )
 
 
@@ -295,7 +296,7 @@ class Adapter:
 
         solution = self.collect(raw, prepared)
         optimal = np.asarray(solution.status == Status.OPTIMAL, dtype=bool)  # one array comparison
-        x_ok = np.all(np.isfinite(solution.x.reshape(len(solution), -1)), axis=1)
+        x_ok = finite_rows(solution.x)
         obj_ok = np.isfinite(np.asarray(solution.objective, dtype=float))
         broken = optimal & ~(x_ok & obj_ok)
         if not np.any(broken):
@@ -331,10 +332,11 @@ class Adapter:
         arrays = {"c": problem.c, "A_eq": problem.A_eq, "b_eq": problem.b_eq, "A_ub": problem.A_ub,
                   "b_ub": problem.b_ub, "P": problem.P, "lb": problem.lb, "cone_mu": problem.cone_mu}
         dtype = np.dtype(self.dtype)
+        limit = min(float(np.finfo(dtype).max), float(self.INFINITY))
         for name, arr in arrays.items():
-            if arr is None or not arr.size:
+            if arr is None or not arr.size or problem.magnitude_bound(name) < limit:  # the usual case: far below
                 continue
-            biggest = problem.magnitude(name)  # recorded once by check_standard_form
+            biggest = problem.magnitude(name)  # the exact largest |value|, for the checks and the message
             with np.errstate(over="ignore"):
                 cast_ok = bool(np.isfinite(np.asarray(biggest).astype(dtype)))
             if not cast_ok:

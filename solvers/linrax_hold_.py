@@ -902,7 +902,20 @@ def _but_last_column(problem):
 def _mark_unlike_neighbours(new: np.ndarray, blocks, most: int | None = None) -> bool:
     """Set ``new[i]`` where LP ``i`` differs from LP ``i - 1`` in any value of ``blocks``
     (arrays with the batch axis first, compared in place: no copy, no tolerance). Stops and
-    returns False once more than ``most`` are set; else True."""
+    returns False once more than ``most`` are set; else True.
+
+    With ``most``, each block's first value per LP is compared first (one strided 1-D
+    comparison): a batch of distinct scenes (LP-1) usually differs there in most LPs, and is
+    then refused without reading the rest. The marks it sets are a subset of the block's, so
+    the answer is the full comparison's. (At 65,536 planar LP-1 scenes the full comparison
+    of ``A_eq`` took 0.68 ms, 1.4 % of linrax-hold's solve on a CPU.)"""
+    if most is not None:
+        for block in blocks:
+            if block[0].size:
+                first = block[(slice(None),) + (0,) * (block.ndim - 1)]
+                new[1:] |= first[1:] != first[:-1]
+                if np.count_nonzero(new) > most:
+                    return False
     for block in blocks:
         if block[0].size:
             new[1:] |= np.any(block[1:] != block[:-1], axis=tuple(range(1, block.ndim)))

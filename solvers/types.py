@@ -80,6 +80,29 @@ def status_codes(values: Any) -> np.ndarray:
     return codes
 
 
+def finite_rows(a: np.ndarray) -> np.ndarray:
+    """(B,) bool: True where every entry of case ``a[i]`` is finite (``a`` a float array of
+    shape (B, ...); a case with no entries is finite).
+
+    One product with a vector of ones gives each case's sum, which is finite exactly when
+    every entry is finite, unless finite entries overflow the sum (magnitudes near 1e308);
+    the cases whose sum is not finite are then tested entry by entry. (At 65,536 cases of
+    10 entries the product took 0.08 ms; ``np.isfinite`` then ``all`` over the cases' short
+    rows 0.78 ms, 5 % of linrax-hold's planar solve on a CPU.)"""
+    a = np.asarray(a)
+    rows = a.reshape(a.shape[0], int(np.prod(a.shape[1:])))
+    if rows.shape[1] == 0:
+        return np.ones(a.shape[0], dtype=bool)
+    if rows.dtype.kind != "f":
+        rows = rows.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        ok = np.isfinite(rows @ np.ones(rows.shape[1], dtype=rows.dtype))
+    if not ok.all():
+        unsure = np.flatnonzero(~ok)
+        ok[unsure] = np.all(np.isfinite(rows[unsure]), axis=1)
+    return ok
+
+
 @dataclass(frozen=True, eq=False)
 class CodedText:
     """Per-case text of a batch as integer codes into a table of distinct strings: what a
@@ -370,18 +393,37 @@ class StandardForm:
     lb: np.ndarray | None = None
     cones: np.ndarray | None = None
     cone_mu: np.ndarray | None = None
-    #: name -> (array, its largest magnitude), filled by ``check_standard_form`` from the pass
-    #: that checks the values are finite; an entry counts only for the very array it names.
+    #: name -> (array, a bound on its largest magnitude, whether the bound is that magnitude),
+    #: filled by ``check_standard_form`` from the pass that checks the values are finite; an
+    #: entry counts only for the very array it names.
     magnitudes: dict = field(default_factory=dict, compare=False, repr=False)
 
     def magnitude(self, name: str) -> float:
         """The largest ``|value|`` of the array ``name`` (``lb``: of its finite entries; 0.0
-        for an empty array or None), from ``magnitudes`` when recorded for this very array,
-        else computed (one max and one min: no temporary array)."""
+        for an empty array or None), from ``magnitudes`` when recorded exactly for this very
+        array, else computed (one max and one min: no temporary array)."""
+        arr = getattr(self, name)
+        cached = self.magnitudes.get(name)
+        if cached is not None and cached[0] is arr and cached[2]:
+            return cached[1]
+        value = self._exact_magnitude(name, arr)
+        if cached is not None and cached[0] is arr:  # now known exactly
+            self.magnitudes[name] = (arr, value, True)
+        return value
+
+    def magnitude_bound(self, name: str) -> float:
+        """A number ``>= magnitude(name)`` (at most ``sqrt(size)`` times it, a little widened):
+        the one ``check_standard_form`` recorded for this very array, else ``magnitude(name)``.
+        What a check against a threshold reads first (``Adapter.validate``), so that the exact
+        maximum is computed only for arrays that come within that factor of one."""
         arr = getattr(self, name)
         cached = self.magnitudes.get(name)
         if cached is not None and cached[0] is arr:
             return cached[1]
+        return self.magnitude(name)
+
+    @staticmethod
+    def _exact_magnitude(name: str, arr: np.ndarray | None) -> float:
         if arr is None or not arr.size:
             return 0.0
         if name == "lb":  # -inf marks a free variable, not a value
@@ -456,13 +498,36 @@ def _as_float_array(name: str, value: Any, ndim: int, shape_text: str, seen: dic
         raise ProblemError(
             f"{name}: expected {ndim} dimension(s), shape {shape_text}; got shape {arr.shape}"
         )
-    hi, lo = (float(arr.max()), float(arr.min())) if arr.size else (0.0, 0.0)
+    bound, exact = _finite_magnitude_bound(name, arr)
+    if seen is not None:  # from the same pass (``StandardForm.magnitudes``)
+        seen[name] = (bound, exact)
+    return arr
+
+
+def _finite_magnitude_bound(name: str, arr: np.ndarray) -> tuple[float, bool]:
+    """``(bound, exact)``: a bound on the largest ``|value|`` of ``arr`` (float64), exactly
+    that largest value where ``exact``; ``ProblemError`` naming ``name`` if any value is NaN
+    or infinite.
+
+    A contiguous array is read once, by the sum of its squares (one BLAS product): it is
+    finite exactly when every value is, unless the squares overflow (values above 1e154),
+    and its square root bounds the largest value (widened by the sum's rounding, a relative
+    ``2 N eps``, and by 1e-150 for squares that underflow). Otherwise, or when the sum is not
+    finite, the largest and smallest values are read (two passes). At 65,536 planar cases
+    the sum took 0.09 ms on ``A_eq``, the max and the min 0.35 ms."""
+    if not arr.size:
+        return 0.0, True
+    if arr.flags.c_contiguous:
+        flat = arr.reshape(-1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            squares = float(np.dot(flat, flat))
+        if np.isfinite(squares):
+            return float(np.sqrt(squares)) * (1.0 + 2.0 * flat.size * np.finfo(np.float64).eps) + 1e-150, False
+    hi, lo = float(arr.max()), float(arr.min())
     if not (np.isfinite(hi) and np.isfinite(lo)):  # NaN reaches max and min
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise ProblemError(f"{name}: expected finite values; found {bad} NaN or inf entries")
-    if seen is not None:  # the largest magnitude, from the same pass (``StandardForm.magnitudes``)
-        seen[name] = max(abs(hi), abs(lo))
-    return arr
+    return max(abs(hi), abs(lo)), True
 
 
 def check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P=None, *, lb=None, cones=None, cone_mu=None,
@@ -515,6 +580,8 @@ def check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P=None, *, lb=None, cones=Non
             raise ProblemError(f"P: expected shape ({pre}n={n}, n={n}); got {P_.shape}")
         P_ = _check_convex_P(P_)
     lb_ = _check_lb(lb, c_, pre, n)
+    if lb is None:  # the default zeros: no pass over them (at 65,536 planar cases, 0.46 ms)
+        seen["lb"] = (0.0, True)
     cones_, mu_ = _check_cones(cones, cone_mu, c_, pre, n)
     batch = None
     if batched:
@@ -533,7 +600,7 @@ def check_standard_form(c, A_eq, b_eq, A_ub, b_ub, P=None, *, lb=None, cones=Non
     frozen = [_frozen_own(a, g) for a, g in zip((c_, A_eq_, b_eq_, A_ub_, b_ub_, P_, lb_, cones_, mu_), given)]
     form = StandardForm(*frozen[:6], batch, *frozen[6:])
     for name in ("c", "A_eq", "b_eq", "A_ub", "b_ub", "P", "lb", "cone_mu"):  # once, for every adapter's check
-        form.magnitudes[name] = (getattr(form, name), seen[name] if name in seen else form.magnitude(name))
+        form.magnitudes[name] = (getattr(form, name), *(seen[name] if name in seen else (form.magnitude(name), True)))
     return form
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import problems
 import solvers
 from solvers import STATUS_TEXT, BatchSolution, CodedText, Status, check_standard_form
-from solvers.types import status_codes
+from solvers.types import _finite_magnitude_bound, finite_rows, status_codes
 
 WORDS = st.sampled_from(["", "optimal", "converged=1", "feasible=True,bounded=False", "code 7", "é"])
 
@@ -152,9 +152,13 @@ FLOATS = st.floats(-1e39, 1e39, allow_nan=False, allow_infinity=False)
 
 
 @given(st.lists(FLOATS, min_size=1, max_size=12), st.sampled_from(["float32", "float64"]))
+@example([9.9e19] * 12, "float64")  # the recorded bound (sqrt(12) * 9.9e19) passes HiGHS's 1e20, the values do not
+@example([3.3e38] * 12, "float32")  # the bound passes float32's largest value, the values do not
+@example([1e20], "float64")
 def test_validate_refuses_exactly_the_values_an_elementwise_cast_overflows(values, dtype):
-    """``Adapter.validate`` reads the largest magnitude recorded by ``check_standard_form``;
-    it must refuse exactly what a cast of every value would overflow (or the solver's infinity)."""
+    """``Adapter.validate`` reads the bound on the largest magnitude that ``check_standard_form``
+    recorded, and the exact largest magnitude where the bound reaches a threshold; it must
+    refuse exactly what a cast of every value would overflow (or the solver's infinity)."""
     b = np.array(values)
     n = len(values)
     problem = check_standard_form(np.zeros(n), np.zeros((1, n)), [0.0], b[None, :], [1.0])
@@ -169,6 +173,61 @@ def test_validate_refuses_exactly_the_values_an_elementwise_cast_overflows(value
             adapter.validate(problem)
     else:
         adapter.validate(problem)
+
+
+ENTRIES = st.one_of(st.floats(-10.0, 10.0), st.sampled_from([np.nan, np.inf, -np.inf, 1e308, -1e308, 3e38, 1e-320]))
+
+
+@given(st.integers(0, 6), st.integers(0, 5), st.data(), st.sampled_from([np.float32, np.float64]))
+def test_finite_rows_is_the_entrywise_test(cases, width, data, dtype):
+    """``finite_rows`` (one product with ones, the entrywise test only where a case's sum is
+    not finite) against ``isfinite`` entry by entry: huge finite values whose sum overflows
+    (1e308 twice; 3e38 in float32) are finite cases, NaN and infinities are not."""
+    values = data.draw(st.lists(ENTRIES, min_size=cases * width, max_size=cases * width))
+    with np.errstate(over="ignore"):
+        a = np.array(values, dtype=dtype).reshape(cases, width)
+    assert np.array_equal(finite_rows(a), np.all(np.isfinite(a), axis=1))
+    assert np.array_equal(finite_rows(a.reshape(cases, width, 1)[:, ::-1]), np.all(np.isfinite(a), axis=1))
+
+
+def test_finite_rows_of_known_cases():
+    """The cases a sum alone gets wrong (finite values whose sum overflows) and right."""
+    a = np.array([[1e308, 1e308, 0.0], [1.0, np.nan, 0.0], [np.inf, -np.inf, 0.0], [1.0, 2.0, 3.0],
+                  [-1e308, -1e308, np.inf]])
+    assert list(finite_rows(a)) == [True, False, False, True, False]
+    assert list(finite_rows(np.array([[3e38, 3e38], [3e38, np.inf]], dtype=np.float32))) == [True, False]
+    assert finite_rows(np.zeros((3, 0))).tolist() == [True] * 3 and finite_rows(np.zeros((0, 4))).shape == (0,)
+
+
+@given(st.lists(st.one_of(st.floats(-1e300, 1e300), st.sampled_from([1e-320, -2e-160, 0.0])), min_size=1,
+                max_size=40), st.booleans())
+def test_the_recorded_magnitude_bound_bounds_the_largest_value(values, strided):
+    """``check_standard_form`` records, from one sum of squares, a bound on each array's largest
+    ``|value|``: never below it (values above 1e154 overflow the squares: then the exact
+    maximum), at most ``sqrt(size)`` times it and a little; an array that is not contiguous
+    is read by its max and min."""
+    arr = np.array(values)
+    if strided:
+        arr = np.repeat(arr, 2)[::2]
+    biggest = float(np.max(np.abs(arr)))
+    bound, exact = _finite_magnitude_bound("b_ub", arr)
+    assert bound >= biggest and bound <= biggest * np.sqrt(arr.size) * (1 + 1e-9) + 1e-149
+    if not arr.flags.c_contiguous:
+        assert exact
+    elif biggest < 1e150:  # the sum of at most 40 squares stays finite: one pass, a bound
+        assert not exact
+    if exact:
+        assert bound == biggest
+    form = check_standard_form(np.zeros(arr.size), np.zeros((0, arr.size)), np.zeros(0), arr[None, :], [1.0])
+    assert form.magnitude("A_ub") == biggest and form.magnitude_bound("A_ub") >= biggest
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_non_finite_value_is_refused_naming_its_argument_contiguous_or_not(bad):
+    values = np.array([1.0, 2.0, bad, 4.0])
+    for arr in (values, np.repeat(values, 2)[::2]):
+        with pytest.raises(solvers.ProblemError, match="^b_ub: expected finite values; found 1 NaN or inf"):
+            check_standard_form(np.zeros(1), np.zeros((0, 1)), np.zeros(0), np.ones((4, 1)), arr)
 
 
 def test_a_recorded_magnitude_counts_only_for_the_array_it_was_taken_from():
@@ -212,6 +271,35 @@ def test_warm_start_groups_are_the_runs_of_lps_equal_but_for_their_last_column(r
         assert groups is None
     else:
         assert np.array_equal(groups[1], expected)
+
+
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=30), st.integers(0, 30), st.integers(0, 3))
+def test_neighbour_marks_with_a_limit_are_the_full_comparisons(bodies, most, seed):
+    """``_mark_unlike_neighbours`` with ``most`` compares each block's first value per LP
+    before the rest: it must still return False exactly when the full comparison marks more
+    than ``most`` LPs, and else mark what the full comparison marks. The LP bodies agree in
+    their first values (1 and 2 differ only later, 3 only in the second block), so a probe
+    that decided alone would be wrong."""
+    from solvers.linrax_hold_ import _mark_unlike_neighbours
+
+    rng = np.random.default_rng(seed)
+    matrices = np.repeat(rng.normal(size=(1, 2, 3)), 6, axis=0)
+    matrices[1, 1, 2] += 1.0
+    matrices[2, 0, 1] -= 1.0
+    matrices[4:, 0, 0] = [5.0, 6.0]  # bodies 4 and 5 differ in the first value
+    rhs = np.zeros((6, 2))
+    rhs[3, 1] = 1.0
+    blocks = (rhs[bodies], matrices[bodies])
+    full = np.zeros(len(bodies), dtype=bool)
+    full[0] = True
+    for block in blocks:
+        full[1:] |= np.any(block[1:] != block[:-1], axis=tuple(range(1, block.ndim)))
+    marks = np.zeros(len(bodies), dtype=bool)
+    marks[0] = True
+    kept = _mark_unlike_neighbours(marks, blocks, most=most)
+    assert kept == (np.count_nonzero(full) <= most)
+    if kept:
+        assert np.array_equal(marks, full)
 
 
 @given(st.integers(1, 40), st.integers(0, 48))

@@ -12,6 +12,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from solvers.types import finite_rows  # the one owner (``Adapter.finish`` reads it too)
+
+__all__ = ["OUTCOMES", "Tolerances", "DEFAULT_TOLERANCES", "finite_rows", "certificate_passes", "farkas_check",
+           "ray_check"]
+
 #: every outcome a kind may give, in report order (a kind declares the ones it uses).
 OUTCOMES = ("correct", "suboptimal", "false_accept", "false_reject", "uncertain", "failed")
 
@@ -51,11 +56,6 @@ class Tolerances:
 
 
 DEFAULT_TOLERANCES = Tolerances()
-
-
-def finite_rows(a: np.ndarray) -> np.ndarray:
-    """(B,) True where every entry of case ``a[i]`` is finite (a (B, 0) array: all True)."""
-    return np.all(np.isfinite(a.reshape(a.shape[0], -1)), axis=1) if a.size else np.ones(a.shape[0], bool)
 
 
 def certificate_passes(gap: np.ndarray, value: np.ndarray, tol: Tolerances) -> np.ndarray:
