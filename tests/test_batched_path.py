@@ -152,9 +152,10 @@ FLOATS = st.floats(-1e39, 1e39, allow_nan=False, allow_infinity=False)
 
 
 @given(st.lists(FLOATS, min_size=1, max_size=12), st.sampled_from(["float32", "float64"]))
-@example([9.9e19] * 12, "float64")  # the recorded bound (sqrt(12) * 9.9e19) passes HiGHS's 1e20, the values do not
-@example([3.3e38] * 12, "float32")  # the bound passes float32's largest value, the values do not
+@example([9.9e19] * 12, "float64")  # the recorded bound (sqrt(12) * 9.9e19) reaches HiGHS's 1e20, the values do not
+@example([9.9e19] * 12, "float32")  # (every adapter's infinity is 1e20, below float32's largest value)
 @example([1e20], "float64")
+@example([3.5e38], "float32")
 def test_validate_refuses_exactly_the_values_an_elementwise_cast_overflows(values, dtype):
     """``Adapter.validate`` reads the bound on the largest magnitude that ``check_standard_form``
     recorded, and the exact largest magnitude where the bound reaches a threshold; it must
