@@ -199,7 +199,7 @@ class AltProjAdapter(_jax.JaxBatchedAdapter, Adapter):
             cache[key] = jax.jit(jax.vmap(self._case_fn(problem.cones)))
         A_eq, b_eq = arrays[1], arrays[2]
         with _jax.precision(self.dtype):
-            mu = jax.device_put(np.asarray(problem.cone_mu, dtype=self.dtype), _jax.device(self.settings["device"]))
+            mu = jax.device_put(_jax.host_cast(problem.cone_mu, self.dtype), _jax.device(self.settings["device"]))
             return jax.block_until_ready(cache[key](A_eq, b_eq, mu))
 
     def collect(self, raw, prepared) -> BatchSolution:

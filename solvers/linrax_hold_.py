@@ -401,7 +401,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         jax = _jax.import_jax()
         dev = _jax.device(self.settings["device"])
         with _jax.precision(self.dtype):
-            basis = jax.device_put(starts[scene_of_exit].astype(np.int32), dev)
+            basis = jax.device_put(_jax.host_cast(starts[scene_of_exit], np.int32), dev)
             shared = self._shared_exits(problem, starts, scene_of_exit, int(np.count_nonzero(usable[scene_of_exit])),
                                         dev)
         return problem, (bounded, placed, ExitStarts(basis, usable[scene_of_exit], shared))
@@ -436,9 +436,10 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
                   problem.b_ub[first])
         per_exit = (problem.A_eq[:, :, -1], problem.A_ub[:, :, -1], problem.c[:, -1])
         put = functools.partial(jax.device_put, device=dev)
-        return SharedExits(tuple(put(np.asarray(a, dtype=self.dtype)) for a in scenes)
-                           + (put(starts[scene_of_exit[first]].astype(np.int32)),),
-                           (put(group),) + tuple(put(np.asarray(a, dtype=self.dtype)) for a in per_exit))
+        scene_start = _jax.host_cast(starts[scene_of_exit[first]], np.int32)
+        return SharedExits(tuple(put(_jax.host_cast(a, self.dtype)) for a in scenes) + (put(scene_start),),
+                           (put(_jax.host_cast(group, np.int32)),)
+                           + tuple(put(_jax.host_cast(a, self.dtype)) for a in per_exit))
 
     def _warm_groups(self, problem):
         """``(phase-1 arrays on the device, group of each LP, last columns of A_eq and A_ub)``
@@ -468,7 +469,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         arrays = (np.ones((len(first), n - 1)), problem.A_eq[first, :, :-1], problem.b_eq[first],
                   problem.A_ub[first, :, :-1], problem.b_ub[first])
         with _jax.precision(self.dtype):
-            placed = tuple(jax.device_put(np.asarray(a, dtype=self.dtype), dev) for a in arrays)
+            placed = tuple(jax.device_put(_jax.host_cast(a, self.dtype), dev) for a in arrays)
         return placed, group.reshape(B), problem.A_eq[:, :, -1], problem.A_ub[:, :, -1]
 
     def run(self, prepared):
