@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 import problems
-from solvers import check_standard_form
+from solvers import STATUS_TEXT, check_standard_form
+from solvers.types import text_column
 from solvers.timing import timed_solve
 
 from .env import device_memory, jax_devices, malloc_settings, peak_rss_mb, reset_peak_rss, solver_versions
@@ -98,18 +99,24 @@ def base_rows(cell: Cell, batch: problems.ProblemBatch, ref: pd.DataFrame, env: 
               run_id: str) -> pd.DataFrame:
     """Identity, parameters (``meta_*``) and reference columns, one row per problem of the batch."""
     spec = cell.adapter_spec
+    same = np.zeros(len(batch), dtype=np.int64)
+
+    def text(value):  # one string on every row: a column of one name (text_column), not B strings converted
+        return text_column([value], same) if isinstance(value, str) else [value] * len(batch)
+
     head = pd.DataFrame({
-        "run_id": run_id, "cell_id": cell.cell_id, "family": cell.family.name, "family_label": cell.family_label,
-        "kind": cell.kind, "family_params": json.dumps(cell.params, sort_keys=True), "n_scenes": cell.n,
-        "n_lps": len(batch), "seed": cell.seed, "solver": spec.name, "solver_spec": str(cell.solver),
-        "settings": json.dumps({"profile": spec.profile, **spec.settings} if spec.profile != "default"
-                               else spec.settings, sort_keys=True, default=str),
-        "dtype": cell.dtype, "device": cell.device, "lp_index": np.arange(len(batch)),
+        "run_id": text(run_id), "cell_id": text(cell.cell_id), "family": text(cell.family.name),
+        "family_label": text(cell.family_label), "kind": text(cell.kind),
+        "family_params": text(json.dumps(cell.params, sort_keys=True)), "n_scenes": cell.n,
+        "n_lps": len(batch), "seed": cell.seed, "solver": text(spec.name), "solver_spec": text(str(cell.solver)),
+        "settings": text(json.dumps({"profile": spec.profile, **spec.settings} if spec.profile != "default"
+                                    else spec.settings, sort_keys=True, default=str)),
+        "dtype": text(cell.dtype), "device": text(cell.device), "lp_index": np.arange(len(batch)),
         "generator_version": int(batch.params.get("generator_version", 1)),
         "family_cases": most if (most := cell.family.family.most_scenes(cell.params)) is not None else -1,
         "case_hash": batch.case_hashes(),
     })
-    env_cols = pd.DataFrame({k: [v] * len(batch) for k, v in env.items()})
+    env_cols = pd.DataFrame({k: text(v) for k, v in env.items()}, index=pd.RangeIndex(len(batch)))
     return pd.concat([head, batch.meta.add_prefix("meta_"), ref.reset_index(drop=True), env_cols], axis=1)
 
 
@@ -189,8 +196,8 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
     timing = timing_columns(timed.times_s, timed.first_s, cell.n, len(batch), timed.end_to_end_s)
     cell_cols = {
         "solver_label": adapter.label, "profile": adapter.profile,
-        "status": solution.status_text(), "native_status": solution.native_status.text(),
-        "message": solution.message.text(), "iterations": solution.iterations,
+        "status": text_column(STATUS_TEXT, solution.status), "native_status": solution.native_status.column(),
+        "message": solution.message.column(), "iterations": solution.iterations,
         "objective": solution.objective, "error_type": "", "error": "", "repeats": cell.repeats,
         **{k: v for k, v in timing.items() if k not in REPEAT_COLUMNS},
         **{k: [timing[k]] * len(batch) for k in REPEAT_COLUMNS},

@@ -10,6 +10,7 @@ import pandas as pd
 
 from problems import EXIT_CAP, HoldScene, get_kind
 from problems.hold import SceneBatch, direction_names
+from problems.kinds.checks import row_min
 from solvers import Adapter, ProblemError, check_standard_form, from_spec
 from solvers.timing import PreparedSolve
 
@@ -146,7 +147,7 @@ def check_batch(scenes: "SceneBatch | list[HoldScene]", solver: str | Adapter = 
         exit_batch, prepared = prepare_exits(adapter, scenes, held, raw, axes, cap)
         checked_exits = verify_exit(exit_batch, adapter.finish(adapter.run(prepared), prepared), tolerances)
         exits[held] = checked_exits["exit"].to_numpy(dtype=float).reshape(len(held), 2 * d)
-        value[held] = exits[held].min(axis=1)
+        value[held] = row_min(exits[held])
     return HoldChecks(verdict, delta, witness, certificate, names, exits, value)
 
 

@@ -20,6 +20,7 @@ scipy ``marginals`` convention, so ``y_ub <= 0`` at an optimum.
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +105,38 @@ def finite_rows(a: np.ndarray) -> np.ndarray:
     return ok
 
 
+def text_column(names: Any, codes: np.ndarray):
+    """A pandas array of ``names[codes]`` in pandas' default text dtype (what a DataFrame makes
+    of a column of str): ``names`` (K,) the distinct strings, ``codes`` (B,) integer indices
+    into them.
+
+    Where that dtype is Arrow-backed (pandas 3), the column is one Arrow ``take`` of the
+    names: a DataFrame built from a NumPy array of str converted it string by string (52,566
+    exit verdicts: 2.8 ms, against 0.3 here). Elsewhere (pandas 2: object columns) it is
+    ``names[codes]`` as an object array, as before."""
+    import pandas as pd
+
+    names = np.asarray(names, dtype=object).reshape(-1)
+    codes = np.asarray(codes).reshape(-1)
+    if not len(names):  # (no table: every case's text is empty)
+        names, codes = np.array([""], dtype=object), np.zeros(len(codes), dtype=np.int64)
+    dtype = _default_text_dtype()
+    if getattr(dtype, "storage", None) != "pyarrow":
+        return names[codes]
+    import pyarrow as pa
+
+    table = pa.array([str(name) for name in names], type=pa.large_string())  # K names, not B cases
+    return pd.array(table.take(pa.array(codes.astype(np.int64, copy=False))), dtype=dtype)
+
+
+@functools.cache
+def _default_text_dtype():
+    """The dtype pandas gives a column built from a NumPy array of str."""
+    import pandas as pd
+
+    return pd.Series(np.array(["text"])).dtype
+
+
 @dataclass(frozen=True, eq=False)
 class CodedText:
     """Per-case text of a batch as integer codes into a table of distinct strings: what a
@@ -136,6 +169,10 @@ class CodedText:
     def text(self) -> np.ndarray:
         """(B,) object array of str: the text of every case."""
         return self.names[self.codes] if len(self.names) else np.full(len(self), "", dtype=object)
+
+    def column(self):
+        """The text as a pandas column in the default text dtype (``text_column``)."""
+        return text_column(self.names, self.codes)
 
     def astype(self, dtype) -> np.ndarray:
         """The text as a NumPy array of ``dtype`` (``str``, ``object``)."""

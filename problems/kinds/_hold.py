@@ -19,7 +19,7 @@ from solvers.errors import ProblemError
 from ..batch import ProblemBatch
 from ..hold import EXIT_CAP, HoldScene, SceneBatch
 from .base import Kind
-from .checks import Tolerances, finite_rows
+from .checks import Tolerances, finite_rows, row_max, row_min
 
 #: the hold kinds' float64 reference: HiGHS (dual simplex), never the registry's ``highs``.
 LP_REFERENCE = ("solvers.highs_:HighsAdapter", "highspy", "default")
@@ -72,10 +72,10 @@ def witness_check(batch: ProblemBatch, lam: np.ndarray, t: np.ndarray | None, to
     """
     target = batch.need if t is None else batch.need + t[:, None] * batch.direction
     with np.errstate(invalid="ignore", over="ignore"):
-        residual = np.max(np.abs(np.einsum("bdk,bk->bd", batch.W, lam) - target), axis=1)
-        min_weight = np.min(lam, axis=1)
+        residual = row_max(np.abs(np.einsum("bdk,bk->bd", batch.W, lam) - target))
+        min_weight = row_min(lam)
         if batch.limit_B.shape[1]:
-            excess = np.max(np.einsum("blk,bk->bl", batch.limit_B, lam) - batch.limit_fmax, axis=1)
+            excess = row_max(np.einsum("blk,bk->bl", batch.limit_B, lam) - batch.limit_fmax)
         else:
             excess = np.zeros(len(lam))
     ok = (residual <= tol.residual) & (min_weight >= -tol.negative) & (excess <= tol.residual)

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from solvers import Status
+from solvers.types import text_column
 
 from ..hold import direction_names, exit_arrays, margin_directions
 from .checks import DEFAULT_TOLERANCES, Tolerances, farkas_check, finite_rows
@@ -50,10 +51,10 @@ def verify_exit(batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.Dat
     certified = cert["certificate_ok"].to_numpy()
     # a claim of infeasibility without a proof is an answer, but an unverified one
     answered = finite_rows(solution.x) | np.asarray(solution.status == Status.INFEASIBLE, dtype=bool)
-    verdict = np.where(ok & ~certified, "verified",
-                       np.where(certified & ~ok, "infeasible", np.where(answered, "uncertain", "failed")))
-    exit_value = np.where(verdict == "verified", np.clip(t, 0.0, batch.cap), 0.0)
-    return pd.concat([pd.DataFrame({"verdict": verdict, "t": t, "exit": exit_value}), wit, cert], axis=1)
+    code = np.select([ok & ~certified, certified & ~ok, answered], [0, 1, 2], default=3)  # VERDICTS' order
+    exit_value = np.where(code == 0, np.clip(t, 0.0, batch.cap), 0.0)
+    return pd.concat([pd.DataFrame({"verdict": text_column(VERDICTS, code), "t": t, "exit": exit_value}), wit, cert],
+                     axis=1)
 
 
 def exit_outcomes(verdict: pd.Series, exit_value: pd.Series, ref_exit: pd.Series, ref_verdict: pd.Series,

@@ -24,8 +24,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from solvers.types import text_column
+
 from ..hold import lp1_arrays
-from .checks import DEFAULT_TOLERANCES, Tolerances, certificate_passes, finite_rows
+from .checks import DEFAULT_TOLERANCES, Tolerances, certificate_passes, finite_rows, row_max
 from ._hold import WITNESS_COLUMNS, HoldKind, witness_check
 
 VERDICTS = ("supported", "unsupported", "uncertain", "failed")
@@ -38,11 +40,11 @@ def certificate_check(batch, y: np.ndarray, v: np.ndarray, tol: Tolerances) -> p
     (``need @ y + fmax @ v``, scaled) and ``certificate_ok``.
     """
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        scale = np.max(np.abs(np.concatenate([y, v], axis=1)), axis=1)
+        scale = row_max(np.abs(np.concatenate([y, v], axis=1)))
         ys, vs = y / scale[:, None], v / scale[:, None]
-        gap = np.max(np.einsum("bdk,bd->bk", batch.W, ys) + np.einsum("blk,bl->bk", batch.limit_B, vs), axis=1)
+        gap = row_max(np.einsum("bdk,bd->bk", batch.W, ys) + np.einsum("blk,bl->bk", batch.limit_B, vs))
         if v.shape[1]:
-            gap = np.maximum(gap, np.max(vs, axis=1))
+            gap = np.maximum(gap, row_max(vs))
         value = np.einsum("bd,bd->b", batch.need, ys) + np.einsum("bl,bl->b", batch.limit_fmax, vs)
     ok = (scale > 0) & certificate_passes(gap, value, tol)
     ok &= finite_rows(y) & finite_rows(v)
@@ -58,12 +60,11 @@ def verify_lp1(batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.Data
     L = batch.limit_B.shape[1]
     cert = certificate_check(batch, solution.y_eq, solution.y_ub[:, :L], tol)
     finite = finite_rows(solution.x) & finite_rows(solution.y_eq) & finite_rows(solution.y_ub)
-    verdict = np.where(wit["witness_ok"] & ~cert["certificate_ok"], "supported",
-                       np.where(cert["certificate_ok"] & ~wit["witness_ok"], "unsupported",
-                                np.where(finite, "uncertain", "failed")))
+    witnessed, certified = wit["witness_ok"].to_numpy(), cert["certificate_ok"].to_numpy()
+    code = np.select([witnessed & ~certified, certified & ~witnessed, finite], [0, 1, 2], default=3)  # VERDICTS' order
     with np.errstate(invalid="ignore"):
         delta = np.einsum("bn,bn->b", batch.c, solution.x)
-    return pd.concat([pd.DataFrame({"verdict": verdict, "delta": delta}), wit, cert], axis=1)
+    return pd.concat([pd.DataFrame({"verdict": text_column(VERDICTS, code), "delta": delta}), wit, cert], axis=1)
 
 
 def lp1_outcomes(verdict, truth, ambiguous=None) -> np.ndarray:

@@ -29,7 +29,7 @@ from solvers.errors import ProblemError
 
 from ..batch import ProblemBatch
 from .base import Kind
-from .checks import DEFAULT_TOLERANCES, Tolerances, farkas_check, finite_rows, ray_check
+from .checks import DEFAULT_TOLERANCES, Tolerances, farkas_check, finite_rows, ray_check, row_max
 
 #: the QP / SOCP float64 reference: Clarabel at 1e-10, never the registry's ``clarabel``.
 QP_REFERENCE = ("solvers.clarabel_:ClarabelAdapter", "clarabel", "high_accuracy")
@@ -40,21 +40,20 @@ def _qp_primal(batch, x: np.ndarray) -> pd.DataFrame:
     """Relative primal residuals of ``x`` (B, n) in the batch's standard form."""
     B = len(x)
     rhs = np.concatenate([batch.b_eq, batch.b_ub], axis=1)
-    scale = 1.0 + (np.max(np.abs(rhs), axis=1) if rhs.shape[1] else np.zeros(B))
+    scale = 1.0 + row_max(np.abs(rhs), initial=0.0)
     with np.errstate(invalid="ignore", over="ignore"):
-        eq = np.max(np.abs(np.einsum("bmn,bn->bm", batch.A_eq, x) - batch.b_eq), axis=1, initial=0.0)
-        ub = np.max(np.einsum("bmn,bn->bm", batch.A_ub, x) - batch.b_ub, axis=1, initial=0.0)
+        eq = row_max(np.abs(np.einsum("bmn,bn->bm", batch.A_eq, x) - batch.b_eq), initial=0.0)
+        ub = row_max(np.einsum("bmn,bn->bm", batch.A_ub, x) - batch.b_ub, initial=0.0)
         lb = batch.lb if batch.lb is not None else np.zeros_like(x)
         finite = np.isfinite(lb)
-        bound = np.max(np.where(finite, np.where(finite, lb, 0.0) - x, 0.0), axis=1, initial=0.0)
+        bound = row_max(np.where(finite, np.where(finite, lb, 0.0) - x, 0.0), initial=0.0)
         cone = np.zeros(B)
         util = np.full(B, np.nan)
         if batch.cones is not None and len(batch.cones):
             idx = batch.cones
             f_n, r = x[:, idx[:, 0]], np.hypot(x[:, idx[:, 1]], x[:, idx[:, 2]])
-            cone = np.max(r - batch.cone_mu * f_n, axis=1)
-            util = np.max(np.where(f_n > 0, r / (batch.cone_mu * np.where(f_n > 0, f_n, 1.0)),
-                                   np.where(r > 0, np.inf, 0.0)), axis=1)
+            cone = row_max(r - batch.cone_mu * f_n)
+            util = row_max(np.where(f_n > 0, r / (batch.cone_mu * np.where(f_n > 0, f_n, 1.0)), np.where(r > 0, np.inf, 0.0)))
         primal = np.maximum.reduce([eq, np.maximum(ub, 0), np.maximum(bound, 0), np.maximum(cone, 0)]) / scale
     primal = np.where(finite_rows(x), primal, np.nan)
     return pd.DataFrame({"primal_residual": primal, "eq_residual": eq / scale, "max_cone_utilization": util})
@@ -71,9 +70,9 @@ def _qp_dual(batch, solution) -> np.ndarray:
         Px = np.einsum("bij,bj->bi", P, x)
         r = Px + batch.c - np.einsum("bmn,bm->bn", batch.A_eq, y_eq) - np.einsum("bmn,bm->bn", batch.A_ub, y_ub)
         free = ~np.isfinite(batch.lb) if batch.lb is not None else np.zeros_like(x, bool)
-        stat = np.max(np.where(free, np.abs(r), np.maximum(-r, 0.0)), axis=1, initial=0.0)
-        sign = np.max(y_ub, axis=1, initial=0.0)
-        scale = 1.0 + np.maximum(np.max(np.abs(batch.c), axis=1, initial=0.0), np.max(np.abs(Px), axis=1, initial=0.0))
+        stat = row_max(np.where(free, np.abs(r), np.maximum(-r, 0.0)), initial=0.0)
+        sign = row_max(y_ub, initial=0.0)
+        scale = 1.0 + np.maximum(row_max(np.abs(batch.c), initial=0.0), row_max(np.abs(Px), initial=0.0))
         out = np.maximum(stat, np.maximum(sign, 0.0)) / scale
     ok = finite_rows(x) & finite_rows(y_eq) & finite_rows(y_ub)
     return np.where(ok, out, np.nan)
@@ -205,8 +204,8 @@ def equalities_consistent(batch, rtol: float = 1e-9) -> np.ndarray:
     if A.shape[1] == 0:
         return np.ones(len(batch), bool)
     x = np.einsum("bnm,bm->bn", np.linalg.pinv(A), b)  # least squares for every case at once (stacked SVD)
-    residual = np.max(np.abs(np.einsum("bmn,bn->bm", A, x) - b), axis=1)
-    return residual <= rtol * (1 + np.max(np.abs(b), axis=1))
+    residual = row_max(np.abs(np.einsum("bmn,bn->bm", A, x) - b))
+    return residual <= rtol * (1 + row_max(np.abs(b)))
 
 
 def complete_unbounded(kind, batch, solution):
