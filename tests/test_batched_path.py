@@ -55,6 +55,24 @@ def test_coded_text_is_the_text_it_was_made_of(left, right, data):
     assert list(a[index].text()) == [left[i] for i in index] and a[0] == left[0]
 
 
+@given(st.lists(WORDS, max_size=6, unique=True), st.data())
+def test_a_text_column_is_the_column_pandas_makes_of_the_strings(names, data):
+    """``text_column`` (verdicts, statuses, a cell's constant columns): the dtype and values of a
+    DataFrame column made of the NumPy str array ``names[codes]``, for any names, codes and
+    length (no names: every case's text is empty, as ``CodedText.text`` gives)."""
+    from solvers.types import text_column
+
+    codes = np.array(data.draw(st.lists(st.integers(0, max(len(names) - 1, 0)), max_size=30)), dtype=np.int64)
+    want = np.array(names, dtype=str)[codes] if names else np.full(len(codes), "", dtype=str)
+    expected = pd.DataFrame({"text": want})["text"]
+    got = pd.DataFrame({"text": text_column(names, codes)})["text"]
+    assert got.dtype == expected.dtype
+    pd.testing.assert_series_equal(got, expected)
+    coded = CodedText(codes.astype(np.int32), np.array(names, dtype=object))
+    pd.testing.assert_series_equal(pd.Series(coded.column(), name="text"), pd.Series(coded.text().astype(str),
+                                                                                    name="text"))
+
+
 def _solution(statuses, natives, x=None, objective=None) -> BatchSolution:
     n = len(statuses)
     return BatchSolution(x=np.zeros((n, 2)) if x is None else x, y_eq=np.zeros((n, 0)), y_ub=np.zeros((n, 0)),
