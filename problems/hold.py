@@ -165,9 +165,14 @@ class SceneBatch:
         return int(self.W.shape[2])
 
     def take(self, index) -> "SceneBatch":
-        """The scenes at ``index`` (an integer array; repeats allowed), in that order."""
+        """The scenes at ``index`` (an integer array; repeats allowed), in that order. Their
+        values were checked when this batch was made, so they are not read again (the exits'
+        batch of ``bench.hold.check_batch`` takes twice: 1.1 ms each at 52,566 planar exits)."""
         index = np.asarray(index, dtype=np.intp)
-        return SceneBatch(self.W[index], self.need[index], self.limit_B[index], self.limit_fmax[index])
+        taken = object.__new__(SceneBatch)
+        for name in ("W", "need", "limit_B", "limit_fmax"):
+            object.__setattr__(taken, name, getattr(self, name)[index])
+        return taken
 
     def with_needs(self, need) -> "SceneBatch":
         """The same generators and limits with other needed wrenches ``need`` (n, d)."""

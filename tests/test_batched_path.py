@@ -285,6 +285,52 @@ def test_row_max_and_row_min_are_numpys_reductions_of_each_row(cases, width, dat
         row_max(a.reshape(-1))
 
 
+DUAL_VALUES = st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, -3.0, 1e300, -1e300, np.inf, -np.inf, np.nan])
+
+
+@given(st.integers(1, 4), st.integers(0, 3), st.integers(0, 3), st.integers(0, 9), st.data())
+def test_a_farkas_check_with_zero_bounds_is_the_general_checks(cases, m_eq, m_ub, n, data):
+    """``farkas_check`` where every bound is 0 and there are no cones (LPs, exits) takes a
+    shorter path; its columns are those of the general path given the zero bounds as an
+    array, for duals and matrices with zeros of both signs, infinities, NaN and products
+    that overflow."""
+    from problems.kinds.checks import DEFAULT_TOLERANCES, farkas_check
+
+    def draw(*shape):
+        size = int(np.prod(shape))
+        return np.array(data.draw(st.lists(DUAL_VALUES, min_size=size, max_size=size)), dtype=float).reshape(shape)
+
+    A_eq, A_ub = np.nan_to_num(draw(cases, m_eq, n)), np.nan_to_num(draw(cases, m_ub, n))  # inputs are finite
+    b_eq, b_ub = np.nan_to_num(draw(cases, m_eq)), np.nan_to_num(draw(cases, m_ub))
+    y_eq, y_ub = draw(cases, m_eq), draw(cases, m_ub)
+    short = farkas_check(A_eq, b_eq, A_ub, b_ub, None, None, None, y_eq, y_ub, DEFAULT_TOLERANCES)
+    general = farkas_check(A_eq, b_eq, A_ub, b_ub, np.zeros((cases, n)), None, None, y_eq, y_ub, DEFAULT_TOLERANCES)
+    pd.testing.assert_frame_equal(short, general, check_exact=True)
+
+
+def test_scenes_taken_from_a_checked_batch_are_its_rows_and_are_not_checked_again(monkeypatch):
+    """``SceneBatch.take``: the rows at the index (repeats allowed), a ``SceneBatch`` like one
+    built from them, without reading their values again for finiteness (they were read when
+    the batch was made); a bad index still fails as NumPy's indexing does."""
+    from problems.hold import SceneBatch
+
+    scenes = problems.generate("planar-box", 12, seed=5).payload
+    batch = SceneBatch(scenes["W"], scenes["need"], scenes["limit_B"], scenes["limit_fmax"])
+    index = np.array([3, 3, 0, 11])
+    checks = []
+    real_isfinite = np.isfinite
+    monkeypatch.setattr(np, "isfinite", lambda *a, **k: checks.append(1) or real_isfinite(*a, **k))
+    taken = batch.take(index)
+    assert checks == []
+    monkeypatch.undo()
+    built = SceneBatch(batch.W[index], batch.need[index], batch.limit_B[index], batch.limit_fmax[index])
+    for name in ("W", "need", "limit_B", "limit_fmax"):
+        np.testing.assert_array_equal(getattr(taken, name), getattr(built, name))
+    assert isinstance(taken, SceneBatch) and len(taken) == 4 and taken.d == batch.d and taken.k == batch.k
+    with pytest.raises(IndexError):
+        batch.take([12])
+
+
 def test_the_verifiers_reduce_narrow_rows_column_by_column(monkeypatch):
     """The hold and standard-form verifiers reduce a case's few values with ``row_max`` /
     ``row_min``, not NumPy's reduction along a narrow last axis (about 30 ns a row whatever the
@@ -365,7 +411,7 @@ def test_neighbour_marks_with_a_limit_are_the_full_comparisons(bodies, most, see
     than ``most`` LPs, and else mark what the full comparison marks. The LP bodies agree in
     their first values (1 and 2 differ only later, 3 only in the second block), so a probe
     that decided alone would be wrong."""
-    from solvers.linrax_hold_ import _mark_unlike_neighbours
+    from solvers.linrax_hold_ import Leading, _mark_unlike_neighbours
 
     rng = np.random.default_rng(seed)
     matrices = np.repeat(rng.normal(size=(1, 2, 3)), 6, axis=0)
@@ -379,12 +425,42 @@ def test_neighbour_marks_with_a_limit_are_the_full_comparisons(bodies, most, see
     full[0] = True
     for block in blocks:
         full[1:] |= np.any(block[1:] != block[:-1], axis=tuple(range(1, block.ndim)))
-    marks = np.zeros(len(bodies), dtype=bool)
-    marks[0] = True
-    kept = _mark_unlike_neighbours(marks, blocks, most=most)
-    assert kept == (np.count_nonzero(full) <= most)
-    if kept:
-        assert np.array_equal(marks, full)
+    with_last = np.concatenate([matrices, rng.normal(size=(6, 2, 1))], axis=2)  # a last column never compared
+    for given_blocks in (blocks, (rhs[bodies], Leading(with_last[bodies], 3))):
+        marks = np.zeros(len(bodies), dtype=bool)
+        marks[0] = True
+        kept = _mark_unlike_neighbours(marks, given_blocks, most=most)
+        assert kept == (np.count_nonzero(full) <= most)
+        if kept:
+            assert np.array_equal(marks, full)
+
+
+@given(st.integers(0, 12), st.lists(st.integers(1, 7), min_size=0, max_size=2), st.data(), st.integers(0, 3))
+def test_neighbours_compared_in_their_leading_columns_are_the_views_compared(cases, inner, data, seed):
+    """``_unlike_previous`` / ``Leading``: an LP differs from the one before it exactly where
+    the view of its compared values does (``np.any`` over every value but the batch axis),
+    for blocks of any rank, with LPs narrower and wider than ``NEIGHBOUR_VALUES_MAX`` and
+    any number of leading columns, including none and all."""
+    from solvers.linrax_hold_ import Leading, _mark_unlike_neighbours, _unlike_previous
+
+    rng = np.random.default_rng(seed)
+    bodies = np.repeat(rng.integers(0, 3, size=(1, *inner)), 3, axis=0).astype(float)
+    if inner:  # body 1 differs from body 0 in the last column only, body 2 in the first value only
+        bodies[1, ..., -1] += 1.0
+        bodies[2][(0,) * len(inner)] += 1.0
+    else:
+        bodies[1:] += [1.0, 2.0]
+    which = np.array(data.draw(st.lists(st.integers(0, 2), min_size=cases, max_size=cases)), dtype=int)
+    array = bodies[which] if cases else np.zeros((0, *inner))
+    columns = data.draw(st.integers(0, inner[-1])) if inner else None
+    block = Leading(array, columns) if columns is not None else array
+    view = array[..., :columns] if columns is not None else array
+    expected = np.zeros(cases, dtype=bool)
+    if cases > 1 and view[0].size:
+        expected[1:] = np.any(view[1:] != view[:-1], axis=tuple(range(1, view.ndim)))
+        assert np.array_equal(_unlike_previous(block), expected[1:])
+    marks = np.zeros(cases, dtype=bool)
+    assert _mark_unlike_neighbours(marks, (block,)) and np.array_equal(marks, expected)
 
 
 @given(st.integers(1, 40), st.integers(0, 48))

@@ -141,6 +141,11 @@ def farkas_check(A_eq: np.ndarray, b_eq: np.ndarray, A_ub: np.ndarray, b_ub: np.
         scale = row_max(np.abs(y), initial=0.0)
         ye, yu = y_eq / scale[:, None], y_ub / scale[:, None]
         g = np.einsum("bmn,bm->bn", A_eq, ye) + np.einsum("bmn,bm->bn", A_ub, yu)
+        plain_bounds = lb is None and (cones is None or not len(cones))
+    if plain_bounds:  # every x >= 0 (an LP's or an exit's): the terms below, without the arrays of zeros
+        return _farkas_rows(scale, [row_max(yu, initial=-np.inf), row_max(g, initial=-np.inf)],
+                            _plain_bound_value(b_eq, b_ub, ye, yu, g), y_eq, y_ub, tol)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         lb_ = np.zeros((B, n)) if lb is None else lb
         free = ~np.isfinite(lb_)
         lb0 = np.where(free, 0.0, lb_)
@@ -161,9 +166,26 @@ def farkas_check(A_eq: np.ndarray, b_eq: np.ndarray, A_ub: np.ndarray, b_ub: np.
             g_b[:, idx[:, 0]] = np.where(use, np.minimum(residual, 0.0), 0.0)
         plain = ~in_cone[None, :]
         gap_parts.append(row_max(np.where(plain & free, np.abs(g), np.where(plain, g, -np.inf)), initial=-np.inf))
-        gap = np.maximum.reduce(gap_parts)
         value = (np.einsum("bm,bm->b", b_eq, ye) + np.einsum("bm,bm->b", b_ub, yu)
                  - np.sum(lb0 * g_b, axis=1))
+    return _farkas_rows(scale, gap_parts, value, y_eq, y_ub, tol)
+
+
+def _plain_bound_value(b_eq, b_ub, ye, yu, g) -> np.ndarray:
+    """``farkas_check``'s ``b @ y - lb @ g_b`` where every bound is 0 (no cones): ``lb @ g_b``
+    is a sum of zeros, 0 (NumPy's sum of zeros starts from +0, whatever their signs), or NaN
+    where ``g`` holds an infinity or a NaN (0 times those); so ``b @ y`` where ``g`` is finite,
+    else NaN, bit for bit."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        value = np.einsum("bm,bm->b", b_eq, ye) + np.einsum("bm,bm->b", b_ub, yu)
+    return np.where(finite_rows(g), value, np.nan)
+
+
+def _farkas_rows(scale, gap_parts, value, y_eq, y_ub, tol: Tolerances) -> pd.DataFrame:
+    """``farkas_check``'s columns from the duals' ``scale``, the parts of the gap (each (B,),
+    their largest is ``cert_gap``) and ``value``."""
+    with np.errstate(invalid="ignore"):
+        gap = np.maximum.reduce(gap_parts)
     ok = (scale > 0) & certificate_passes(gap, value, tol)
     ok &= finite_rows(y_eq) & finite_rows(y_ub) & ~np.isnan(gap) & np.isfinite(value)
     return pd.DataFrame({"cert_gap": gap, "cert_value": value, "certificate_ok": ok})

@@ -96,9 +96,10 @@ class ExitKind(HoldKind):
 
     def expand(self, scenes, meta, axes, cap):
         U = margin_directions(scenes.d)
-        names = np.asarray(direction_names(axes), dtype=object)
+        names = direction_names(axes)
         order = np.repeat(np.arange(len(scenes)), len(U))
-        rows = meta.iloc[order].reset_index(drop=True).assign(scene_index=order, direction=np.tile(names, len(scenes)))
+        rows = meta.iloc[order].reset_index(drop=True).assign(
+            scene_index=order, direction=text_column(names, np.tile(np.arange(len(U)), len(scenes))))
         return order, np.tile(U, (len(scenes), 1)), rows
 
     def lp_arrays(self, scenes, directions, cap):
