@@ -55,8 +55,8 @@ def host_cast(a, dtype):
     NumPy's allocator aligns to 16 bytes, so about one cast in two landed off the boundary and
     ``device_put`` copied it again (planar-box LP-1 at 65,536 cases: 0.8 of ``prepare``'s
     2 ms). Values are those of ``np.asarray(a, dtype=dtype)``; the result shares no memory with
-    ``a`` unless it is ``a``. An empty array has no data to align. On a GPU the transfer copies either way; the buffer costs nothing
-    more there."""
+    ``a`` unless it is ``a``. An empty array has no data to align. On a GPU the transfer copies
+    either way; the buffer costs nothing more there."""
     import numpy as np
 
     dtype = np.dtype(dtype)

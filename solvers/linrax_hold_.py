@@ -947,7 +947,7 @@ def _mark_unlike_neighbours(new: np.ndarray, blocks, most: int | None = None) ->
     arrays = [b.array if isinstance(b, Leading) else b for b in blocks]
     if most is not None:
         for block, array in zip(blocks, arrays):
-            if array[0].size and (not isinstance(block, Leading) or block.columns):
+            if len(array) > 1 and array[0].size and (not isinstance(block, Leading) or block.columns):
                 first = array[(slice(None),) + (0,) * (array.ndim - 1)]
                 new[1:] |= first[1:] != first[:-1]
                 if np.count_nonzero(new) > most:
