@@ -461,6 +461,8 @@ def test_neighbours_compared_in_their_leading_columns_are_the_views_compared(cas
         assert np.array_equal(_unlike_previous(block), expected[1:])
     marks = np.zeros(cases, dtype=bool)
     assert _mark_unlike_neighbours(marks, (block,)) and np.array_equal(marks, expected)
+    probed = np.zeros(cases, dtype=bool)  # with a limit never reached (the first-value probe runs too; also on 0 LPs)
+    assert _mark_unlike_neighbours(probed, (block,), most=cases) and np.array_equal(probed, expected)
 
 
 @given(st.integers(1, 40), st.integers(0, 48))
