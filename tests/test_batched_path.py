@@ -73,6 +73,63 @@ def test_a_text_column_is_the_column_pandas_makes_of_the_strings(names, data):
                                                                                     name="text"))
 
 
+@given(st.lists(WORDS, min_size=1, max_size=5, unique=True),
+       st.lists(st.one_of(WORDS, st.just("not a name"), st.none()), max_size=30), st.booleans())
+def test_text_codes_are_each_values_index_among_the_names(names, values, as_series):
+    """``text_codes``: the index of each value in ``names``, -1 where it is none of them (None
+    and NaN too), on Arrow-backed columns and on plain arrays alike."""
+    from solvers.types import text_codes
+
+    expected = [names.index(v) if v in names else -1 for v in values]
+    given_values = pd.Series(values, dtype="str") if as_series else np.array(values, dtype=object)
+    assert list(text_codes(given_values, names)) == expected
+
+
+VERDICT_WORDS = st.sampled_from(["supported", "unsupported", "uncertain", "failed", "verified", "infeasible",
+                                 "nonsense", None])
+TRUTHS = st.sampled_from(["supported", "unsupported"])
+REF_VERDICTS = st.sampled_from(["verified", "infeasible", "uncertain", "failed", None])
+
+
+@given(st.lists(st.tuples(VERDICT_WORDS, TRUTHS, REF_VERDICTS, st.booleans(),
+                          st.sampled_from([0.0, 0.1, 0.2, 0.5, np.nan]), st.sampled_from([0.0, 0.1, 0.2, np.inf, np.nan])),
+                min_size=1, max_size=40),
+       st.booleans())
+def test_outcomes_by_code_follow_the_rules_case_by_case(cases, as_series):
+    """``lp1_outcomes`` / ``exit_outcomes`` (codes into ``OUTCOMES``, by ``text_codes``) give,
+    for any verdict (the kind's, another kind's, none), truth, reference verdict, ambiguity and
+    exit, what the kinds' rules say case by case."""
+    from problems.kinds.checks import DEFAULT_TOLERANCES as tol
+    from problems.kinds.exit import exit_outcomes
+    from problems.kinds.lp1 import lp1_outcomes
+
+    def lp1_rule(v, t, amb):
+        if v == "failed" or v == "uncertain":
+            return v
+        if v is not None and v == t or amb and v == "supported":
+            return "correct"
+        return "false_accept" if v == "supported" and t == "unsupported" else "false_reject"
+
+    def exit_rule(v, e, r, rv):
+        band = tol.exit_abs + tol.exit_rel * abs(r)
+        if v in ("failed", "uncertain"):
+            return v
+        if rv not in ("verified", "infeasible"):
+            return "uncertain"
+        if v == "verified":
+            return "correct" if abs(e - r) <= band else "false_accept" if e > r + band else "false_reject"
+        if v == "infeasible":
+            return "correct" if r <= band else "false_reject"
+        return "uncertain"
+
+    verdict, truth, ref_verdict, amb, exit_value, ref_exit = (list(column) for column in zip(*cases))
+    wrap = (lambda values: pd.Series(values, dtype="str")) if as_series else (lambda v: np.array(v, dtype=object))
+    assert list(lp1_outcomes(wrap(verdict), wrap(truth), np.array(amb))) == [
+        lp1_rule(v, t, a) for v, t, a in zip(verdict, truth, amb)]
+    assert list(exit_outcomes(wrap(verdict), pd.Series(exit_value), pd.Series(ref_exit), wrap(ref_verdict))) == [
+        exit_rule(v, e, r, rv) for v, e, r, rv in zip(verdict, exit_value, ref_exit, ref_verdict)]
+
+
 def _solution(statuses, natives, x=None, objective=None) -> BatchSolution:
     n = len(statuses)
     return BatchSolution(x=np.zeros((n, 2)) if x is None else x, y_eq=np.zeros((n, 0)), y_ub=np.zeros((n, 0)),

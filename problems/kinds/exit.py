@@ -19,10 +19,10 @@ import numpy as np
 import pandas as pd
 
 from solvers import Status
-from solvers.types import text_column
+from solvers.types import text_codes, text_column
 
 from ..hold import direction_names, exit_arrays, margin_directions
-from .checks import DEFAULT_TOLERANCES, Tolerances, farkas_check, finite_rows
+from .checks import DEFAULT_TOLERANCES, OUTCOMES, Tolerances, farkas_check, finite_rows
 from ._hold import WITNESS_COLUMNS, HoldKind, witness_check
 
 VERDICTS = ("verified", "infeasible", "uncertain", "failed")
@@ -70,19 +70,27 @@ def exit_outcomes(verdict: pd.Series, exit_value: pd.Series, ref_exit: pd.Series
     reference is itself unproven (``ref_verdict`` neither ``verified`` nor ``infeasible``)
     is ``uncertain``.
     """
-    v = np.asarray(verdict)
+    return np.asarray(OUTCOMES, dtype=str)[exit_outcome_codes(verdict, exit_value, ref_exit, ref_verdict, tol)]
+
+
+def exit_outcome_codes(verdict, exit_value, ref_exit, ref_verdict, tol: Tolerances = DEFAULT_TOLERANCES) -> np.ndarray:
+    """``exit_outcomes`` as indices into ``OUTCOMES``: the same rule on the verdicts' codes
+    (``text_codes``), never a string per case."""
+    v = text_codes(verdict, VERDICTS)  # verified 0, infeasible 1, uncertain 2, failed 3, else -1
+    rv = text_codes(ref_verdict, VERDICTS)
     e, r = np.asarray(exit_value, float), np.asarray(ref_exit, float)
-    rv = np.asarray(ref_verdict, dtype=object)
     band = tol.exit_abs + tol.exit_rel * np.abs(r)
-    ref_known = (rv == "verified") | (rv == "infeasible")
-    verified, certified = v == "verified", v == "infeasible"
-    return np.select(
-        [v == "failed", v == "uncertain", ~ref_known,
-         verified & (np.abs(e - r) <= band), verified & (e > r + band), verified,
-         certified & (r <= band), certified],
-        ["failed", "uncertain", "uncertain", "correct", "false_accept", "false_reject", "correct", "false_reject"],
-        default="uncertain",
-    )
+    ref_known = (rv == 0) | (rv == 1)
+    verified, certified = v == 0, v == 1
+    with np.errstate(invalid="ignore"):
+        return np.select(
+            [v == 3, v == 2, ~ref_known,
+             verified & (np.abs(e - r) <= band), verified & (e > r + band), verified,
+             certified & (r <= band), certified],
+            [OUTCOMES.index(o) for o in ("failed", "uncertain", "uncertain", "correct", "false_accept",
+                                         "false_reject", "correct", "false_reject")],
+            default=OUTCOMES.index("uncertain"),
+        )
 
 
 class ExitKind(HoldKind):
@@ -113,8 +121,8 @@ class ExitKind(HoldKind):
         return verify_exit(batch, solution, tol)
 
     def judge(self, checked, ref, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
-        return pd.DataFrame({"outcome": exit_outcomes(checked["verdict"], checked["exit"], ref["ref_exit"],
-                                                      ref["ref_verdict"], tol)})
+        codes = exit_outcome_codes(checked["verdict"], checked["exit"], ref["ref_exit"], ref["ref_verdict"], tol)
+        return pd.DataFrame({"outcome": text_column(OUTCOMES, codes)})
 
 
 KIND = ExitKind()

@@ -24,10 +24,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from solvers.types import text_column
+from solvers.types import text_codes, text_column
 
 from ..hold import lp1_arrays
-from .checks import DEFAULT_TOLERANCES, Tolerances, certificate_passes, finite_rows, row_max
+from .checks import DEFAULT_TOLERANCES, OUTCOMES, Tolerances, certificate_passes, finite_rows, row_max
 from ._hold import WITNESS_COLUMNS, HoldKind, witness_check
 
 VERDICTS = ("supported", "unsupported", "uncertain", "failed")
@@ -73,11 +73,19 @@ def lp1_outcomes(verdict, truth, ambiguous=None) -> np.ndarray:
     ``ambiguous`` (reference rows' column): unsupported by less than the witness tolerance;
     there ``supported`` counts as correct (see ``Tolerances.ambiguous_delta``).
     """
-    v, t = np.asarray(verdict), np.asarray(truth)
+    return np.asarray(OUTCOMES, dtype=str)[lp1_outcome_codes(verdict, truth, ambiguous)]
+
+
+def lp1_outcome_codes(verdict, truth, ambiguous=None) -> np.ndarray:
+    """``lp1_outcomes`` as indices into ``OUTCOMES``: the same rule on the verdicts' and truths'
+    codes (``text_codes``), never a string per case."""
+    v = text_codes(verdict, VERDICTS)  # supported 0, unsupported 1, uncertain 2, failed 3, else -1
+    t = text_codes(truth, VERDICTS[:2])  # supported 0, unsupported 1, else -1
     amb = np.zeros(len(v), bool) if ambiguous is None else np.asarray(ambiguous, dtype=bool)
     return np.select(
-        [v == "failed", v == "uncertain", v == t, amb & (v == "supported"), (v == "supported") & (t == "unsupported")],
-        ["failed", "uncertain", "correct", "correct", "false_accept"], default="false_reject",
+        [v == 3, v == 2, (v >= 0) & (v == t), amb & (v == 0), (v == 0) & (t == 1)],
+        [OUTCOMES.index(o) for o in ("failed", "uncertain", "correct", "correct", "false_accept")],
+        default=OUTCOMES.index("false_reject"),
     )
 
 
@@ -119,7 +127,8 @@ class Lp1Kind(HoldKind):
         return verify_lp1(batch, solution, tol)
 
     def judge(self, checked, ref, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
-        return pd.DataFrame({"outcome": lp1_outcomes(checked["verdict"], ref["truth"], ref.get("ambiguous"))})
+        codes = lp1_outcome_codes(checked["verdict"], ref["truth"], ref.get("ambiguous"))
+        return pd.DataFrame({"outcome": text_column(OUTCOMES, codes)})
 
     def report_sections(self, rows: pd.DataFrame, group: list[str]) -> list[tuple[str, str, pd.DataFrame]]:
         """Robust hold tests: one outcome per case (pose), the worst over its corners, for
