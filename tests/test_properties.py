@@ -369,6 +369,46 @@ def test_a_constructed_descent_ray_verifies_and_its_opposite_objective_does_not(
     assert not ray_check(batch, bad[None], DEFAULT_TOLERANCES)["ray_ok"].any()
 
 
+def _fixed_batch(cases: int):
+    """A small batch from fixed arithmetic (no generator), with bounds and a payload."""
+    from problems.batch import ProblemBatch
+
+    A_eq = np.arange(cases * 2 * 3, dtype=float).reshape(cases, 2, 3) / 7.0
+    return ProblemBatch("files", "lp", np.ones((cases, 3)) * np.arange(cases)[:, None], A_eq,
+                        np.arange(cases * 2, dtype=float).reshape(cases, 2), np.zeros((cases, 1, 3)) - 1.5,
+                        np.ones((cases, 1)), pd.DataFrame({"case": np.arange(cases)}), lb=np.zeros((cases, 3)),
+                        payload={"extra": np.arange(cases, dtype=float)[:, None] * -0.0})
+
+
+def test_case_hashes_are_the_fingerprints_results_already_hold():
+    """Rows of earlier runs name their cases by these fingerprints (``bench.intervals`` counts a
+    case answered in several merged runs once), so a faster computation must give the same
+    words: these are the values of the first, unblocked version (ff32ac2)."""
+    assert list(_fixed_batch(5).case_hashes()) == [
+        "4bf3cddc226560c1baf461456d4354d4", "50891e3431dd80740b79a33ff74b2930", "0335ce29b10656176eb7068ea7c9bd13",
+        "5d31dbda4ccadd15b1276676cf6cb236", "bd0cea3294ba03713722143e7c44d733"]
+
+
+@given(st.integers(1, 40), st.integers(1, 7))
+def test_case_hashes_do_not_depend_on_the_block_size(cases, rows_per_block):
+    """``case_hashes`` mixes and sums blocks of cases (``HASH_BLOCK_BYTES``); any block size,
+    including blocks that do not divide the batch, gives the fingerprints of the whole batch
+    at once."""
+    import problems.batch as batch_module
+
+    batch = problems.generate("planar-box", cases, cases)
+    whole = batch.case_hashes()
+    width = sum(int(np.prod(np.shape(a)[1:])) for a in (*batch.arrays(), *(v for k, v in batch.extra().items()
+                                                                         if v is not None and k != "cones"),
+                                                       *batch.payload.values()))
+    original = batch_module.HASH_BLOCK_BYTES
+    try:
+        batch_module.HASH_BLOCK_BYTES = 8 * width * rows_per_block
+        np.testing.assert_array_equal(batch.case_hashes(), whole)
+    finally:
+        batch_module.HASH_BLOCK_BYTES = original
+
+
 @given(st.integers(1, 6), st.data())
 def test_case_hashes_name_content_whatever_the_order_or_the_seed(cases, data):
     """A case's hash depends on its content alone: permuting the batch permutes the hashes,
