@@ -144,7 +144,8 @@ def text_codes(values: Any, names: Any) -> np.ndarray:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        found = pc.index_in(pa.array(array), value_set=pa.array(names, type=pa.large_string()))
+        column = pa.array(array)
+        found = pc.index_in(column, value_set=pa.array(names, type=column.type))
         return np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
     return np.asarray(pd.Index(names, dtype=object).get_indexer(np.asarray(values, dtype=object).reshape(-1)),
                       dtype=np.int64)

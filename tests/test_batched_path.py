@@ -74,14 +74,16 @@ def test_a_text_column_is_the_column_pandas_makes_of_the_strings(names, data):
 
 
 @given(st.lists(WORDS, min_size=1, max_size=5, unique=True),
-       st.lists(st.one_of(WORDS, st.just("not a name"), st.none()), max_size=30), st.booleans())
-def test_text_codes_are_each_values_index_among_the_names(names, values, as_series):
+       st.lists(st.one_of(WORDS, st.just("not a name"), st.none()), max_size=30),
+       st.sampled_from(["str", "string[pyarrow]", "string[python]", "object array"]))
+def test_text_codes_are_each_values_index_among_the_names(names, values, kind):
     """``text_codes``: the index of each value in ``names``, -1 where it is none of them (None
-    and NaN too), on Arrow-backed columns and on plain arrays alike."""
+    and NaN too), on Arrow-backed columns (pandas' ``str`` and ``string[pyarrow]``), other
+    string columns and plain arrays alike."""
     from solvers.types import text_codes
 
     expected = [names.index(v) if v in names else -1 for v in values]
-    given_values = pd.Series(values, dtype="str") if as_series else np.array(values, dtype=object)
+    given_values = np.array(values, dtype=object) if kind == "object array" else pd.Series(values, dtype=kind)
     assert list(text_codes(given_values, names)) == expected
 
 
