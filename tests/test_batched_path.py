@@ -132,6 +132,51 @@ def test_outcomes_by_code_follow_the_rules_case_by_case(cases, as_series):
         exit_rule(v, e, r, rv) for v, e, r, rv in zip(verdict, exit_value, ref_exit, ref_verdict)]
 
 
+QP_WORDS = st.sampled_from(["feasible", "infeasible", "unbounded", "uncertain", "failed", "nonsense", None])
+
+
+@given(st.lists(st.tuples(QP_WORDS, st.sampled_from(["optimal", "infeasible", "max_iter", None]),
+                          st.sampled_from(["feasible", "infeasible", "unbounded", "unknown"]),
+                          st.sampled_from([0.0, 1.0, 1.00001, 2.0, np.nan, -np.inf]),
+                          st.sampled_from([0.0, 1.0, np.nan, -np.inf]), st.sampled_from([0.0, 1e-3, np.nan, np.inf])),
+                min_size=1, max_size=40),
+       st.booleans())
+def test_qp_outcomes_by_code_follow_the_rule_case_by_case(cases, as_series):
+    """``qp_outcomes`` (codes by ``text_codes``): for any verdict, status said, truth, objective
+    and residual, the outcome its docstring's rule gives case by case, and the gap to the
+    reference where the reference is feasible."""
+    from problems.kinds.checks import DEFAULT_TOLERANCES as tol
+    from problems.kinds.qp import qp_outcomes
+
+    def rule(v, said, t, objective, ref_objective, primal):
+        gap = (objective - ref_objective) / (1.0 + abs(ref_objective))
+        if t == "unknown":
+            return "uncertain"
+        if t == "feasible" and v == "feasible":
+            return "correct" if gap <= tol.qp_gap else "suboptimal"
+        if v == t and v in ("infeasible", "unbounded"):
+            return "correct"
+        if v in ("infeasible", "failed"):
+            return "false_reject" if v == "infeasible" else "failed"
+        if t == "infeasible" and v in ("feasible", "unbounded"):
+            return "false_accept"
+        if t == "unbounded" and v == "feasible" and said == "optimal":
+            return "suboptimal"
+        return "false_accept" if said == "optimal" and v == "uncertain" and np.isfinite(primal) else "uncertain"
+
+    verdict, said, truth, objective, ref_objective, primal = (list(column) for column in zip(*cases))
+    text = (lambda values: pd.Series(values, dtype="str")) if as_series else (lambda v: np.array(v, dtype=object))
+    checked = pd.DataFrame({"verdict": text(verdict), "said": text(said), "qp_objective": objective,
+                            "primal_residual": primal})
+    ref = pd.DataFrame({"truth": text(truth), "ref_objective": ref_objective})
+    with np.errstate(invalid="ignore"):
+        out = qp_outcomes(checked, ref)
+        expected_gap = [(o - r) / (1.0 + abs(r)) if t == "feasible" else np.nan
+                        for o, r, t in zip(objective, ref_objective, truth)]
+    assert list(out["outcome"]) == [rule(*case) for case in zip(verdict, said, truth, objective, ref_objective, primal)]
+    np.testing.assert_array_equal(out["rel_gap"].to_numpy(), np.array(expected_gap, dtype=float))
+
+
 def _solution(statuses, natives, x=None, objective=None) -> BatchSolution:
     n = len(statuses)
     return BatchSolution(x=np.zeros((n, 2)) if x is None else x, y_eq=np.zeros((n, 0)), y_ub=np.zeros((n, 0)),

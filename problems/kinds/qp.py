@@ -24,16 +24,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from solvers import Status
+from solvers import STATUS_TEXT, Status
 from solvers.errors import ProblemError
+from solvers.types import text_codes, text_column
 
 from ..batch import ProblemBatch
 from .base import Kind
-from .checks import DEFAULT_TOLERANCES, Tolerances, farkas_check, finite_rows, ray_check, row_max
+from .checks import DEFAULT_TOLERANCES, OUTCOMES, Tolerances, farkas_check, finite_rows, ray_check, row_max
 
 #: the QP / SOCP float64 reference: Clarabel at 1e-10, never the registry's ``clarabel``.
 QP_REFERENCE = ("solvers.clarabel_:ClarabelAdapter", "clarabel", "high_accuracy")
 VERDICTS = ("feasible", "infeasible", "unbounded", "uncertain", "failed")
+#: the reference's ``truth`` of a QP / SOCP / LP case
+TRUTHS = ("feasible", "infeasible", "unbounded", "unknown")
 
 
 def _qp_primal(batch, x: np.ndarray) -> pd.DataFrame:
@@ -117,18 +120,17 @@ def verify_qp(batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataF
     primal = _qp_primal(batch, solution.x)
     cert = _qp_certificate(batch, solution, tol)
     ray = ray_check(batch, solution_rays(solution), tol)
-    said = solution.status_text()
+    said = text_column(STATUS_TEXT, solution.status)
     said_infeasible = solution.status == Status.INFEASIBLE
     said_unbounded = solution.status == Status.UNBOUNDED
     feasible = primal["primal_residual"].to_numpy() <= tol.qp_residual
     certified = cert["certificate_ok"].to_numpy()
     has_ray = ray["ray_ok"].to_numpy()
     finite = finite_rows(solution.x)
-    verdict = np.select(
+    code = np.select(  # into VERDICTS: feasible 0, infeasible 1, unbounded 2, uncertain 3, failed 4
         [certified & (feasible | has_ray), feasible & ~certified & ~has_ray, certified, has_ray],
-        ["uncertain", "feasible", "infeasible", "unbounded"],
-        default=np.where(finite | said_infeasible | said_unbounded, "uncertain", "failed"))
-    return pd.concat([pd.DataFrame({"verdict": verdict}), primal, ray, pd.DataFrame({
+        [3, 0, 1, 2], default=np.where(finite | said_infeasible | said_unbounded, 3, 4))
+    return pd.concat([pd.DataFrame({"verdict": text_column(VERDICTS, code)}), primal, ray, pd.DataFrame({
         "dual_residual": _qp_dual(batch, solution),
         "certified": certified,
         "cert_gap": cert["cert_gap"].to_numpy(), "cert_value": cert["cert_value"].to_numpy(),
@@ -151,30 +153,30 @@ def qp_outcomes(checked: pd.DataFrame, ref: pd.DataFrame, tol: Tolerances = DEFA
     feasible ``x`` claimed OPTIMAL on an unbounded problem is ``suboptimal`` (safe forces,
     wrong answer: the optimum is infinitely far below).
     """
-    v = checked["verdict"].to_numpy()
-    said_optimal = checked["said"].to_numpy() == Status.OPTIMAL.text
-    truth = ref["truth"].to_numpy()
+    v = text_codes(checked["verdict"], VERDICTS)  # feasible 0, infeasible 1, unbounded 2, uncertain 3, failed 4
+    said_optimal = text_codes(checked["said"], [Status.OPTIMAL.text]) == 0
+    truth = text_codes(ref["truth"], TRUTHS)  # feasible 0, infeasible 1, unbounded 2, unknown 3
     with np.errstate(invalid="ignore"):
         gap = (checked["qp_objective"].to_numpy() - ref["ref_objective"].to_numpy()) / (
             1.0 + np.abs(ref["ref_objective"].to_numpy()))
-    feasible_ref = truth == "feasible"
-    unbounded_ref = truth == "unbounded"
-    outcome = np.select(
-        [truth == "unknown",
-         feasible_ref & (v == "feasible") & (gap <= tol.qp_gap),
-         feasible_ref & (v == "feasible"),
-         (truth == "infeasible") & (v == "infeasible"),
-         unbounded_ref & (v == "unbounded"),
-         (v == "infeasible"),
-         v == "failed",
-         (truth == "infeasible") & np.isin(v, ["feasible", "unbounded"]),
-         unbounded_ref & (v == "feasible") & said_optimal,
-         said_optimal & (v == "uncertain") & np.isfinite(checked["primal_residual"].to_numpy())],
-        ["uncertain", "correct", "suboptimal", "correct", "correct", "false_reject", "failed", "false_accept",
-         "suboptimal", "false_accept"],
-        default="uncertain",
-    )
-    return pd.DataFrame({"outcome": outcome, "rel_gap": np.where(feasible_ref, gap, np.nan)})
+        feasible_ref = truth == 0
+        unbounded_ref = truth == 2
+        code = np.select(
+            [truth == 3,
+             feasible_ref & (v == 0) & (gap <= tol.qp_gap),
+             feasible_ref & (v == 0),
+             (truth == 1) & (v == 1),
+             unbounded_ref & (v == 2),
+             (v == 1),
+             v == 4,
+             (truth == 1) & ((v == 0) | (v == 2)),
+             unbounded_ref & (v == 0) & said_optimal,
+             said_optimal & (v == 3) & np.isfinite(checked["primal_residual"].to_numpy())],
+            [OUTCOMES.index(o) for o in ("uncertain", "correct", "suboptimal", "correct", "correct", "false_reject",
+                                         "failed", "false_accept", "suboptimal", "false_accept")],
+            default=OUTCOMES.index("uncertain"),
+        )
+    return pd.DataFrame({"outcome": text_column(OUTCOMES, code), "rel_gap": np.where(feasible_ref, gap, np.nan)})
 
 
 def qp_reference_rows(batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
