@@ -27,7 +27,7 @@ import numpy as np
 from solvers import plugins
 from solvers.errors import ProblemError, did_you_mean
 
-from .batch import ProblemBatch
+from .batch import ProblemBatch, frozen_batch
 from .kinds import get_kind
 from .kinds.base import when_missing
 
@@ -290,20 +290,7 @@ def generate(family: "str | FamilySpec", n: int, seed: int = 0, **params: Any) -
         raise ProblemError(f"family {spec.name!r} is not available here: {reason}")
     items, meta = fam.items(n, seed, spec.params)
     record = {"n": n, "seed": seed, **spec.params, "generator_version": fam.version}
-    return _frozen_batch(fam.make(items, meta, spec.kind, record))
-
-
-def _frozen_batch(batch: ProblemBatch) -> ProblemBatch:
-    """``batch`` with every array made read-only in place, down to the array that owns its
-    memory (made by the generator, held by nobody else): ``check_standard_form`` then takes
-    the arrays as they are instead of copying them, and nothing can change a batch that a
-    reference or a verifier judges against."""
-    arrays = [*batch.arrays(), *batch.extra().values(), *batch.payload.values()]
-    for arr in arrays:
-        while isinstance(arr, np.ndarray):
-            arr.setflags(write=False)
-            arr = arr.base
-    return batch
+    return frozen_batch(fam.make(items, meta, spec.kind, record))
 
 
 when_missing(families)  # a kind a family plug-in brings is found by get_kind (problems.kinds.base)

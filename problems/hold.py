@@ -111,6 +111,12 @@ class SceneBatch:
     ``limit_fmax`` (n, L) force limits ``B lam <= fmax`` (L = 0: no limits); units as in
     ``HoldScene``. ``scenes[i]`` is the ``HoldScene`` of case ``i`` (for inspection; the
     batched path never builds one).
+
+    The arrays are held C-contiguous (copied once here when given in another layout, such as
+    cube-3d's generators computed as (n, k, 6) and transposed): every batch built from them
+    (``take``, the LP arrays, the verifiers' products) then reads memory in order. A transposed
+    W made each of those copies stride across it (3D exits of 768 scenes: 4.4 ms to build the
+    batch, against 1.6 ms from a contiguous W).
     """
 
     W: np.ndarray
@@ -119,8 +125,8 @@ class SceneBatch:
     limit_fmax: np.ndarray
 
     def __post_init__(self) -> None:
-        W, need = np.asarray(self.W, float), np.asarray(self.need, float)
-        B, fmax = np.asarray(self.limit_B, float), np.asarray(self.limit_fmax, float)
+        W, need = np.ascontiguousarray(self.W, float), np.ascontiguousarray(self.need, float)
+        B, fmax = np.ascontiguousarray(self.limit_B, float), np.ascontiguousarray(self.limit_fmax, float)
         if W.ndim != 3 or need.shape != W.shape[:2]:
             raise ProblemError(f"W, need: expected (n, d, k) and (n, d), got {W.shape} and {need.shape}")
         if B.shape[::2] != W.shape[::2] or fmax.shape != B.shape[:2]:

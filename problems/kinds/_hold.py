@@ -16,7 +16,7 @@ import pandas as pd
 
 from solvers.errors import ProblemError
 
-from ..batch import ProblemBatch
+from ..batch import ProblemBatch, frozen_batch
 from ..hold import EXIT_CAP, HoldScene, SceneBatch
 from .base import Kind
 from .checks import Tolerances, finite_rows, row_max, row_min
@@ -60,8 +60,9 @@ class HoldKind(Kind):
         c, A_eq, b_eq, A_ub, b_ub = self.lp_arrays(lps, dirs, cap)
         payload = {"W": lps.W, "need": lps.need, "limit_B": lps.limit_B, "limit_fmax": lps.limit_fmax,
                    "direction": dirs, "cap": np.full(len(order), float(cap))}
-        return ProblemBatch(family, self.name, c, A_eq, b_eq, A_ub, b_ub, rows.reset_index(drop=True),
-                            dict(params or {}), payload=payload)
+        # the arrays made here own their memory: frozen, they are validated without a copy
+        return frozen_batch(ProblemBatch(family, self.name, c, A_eq, b_eq, A_ub, b_ub, rows.reset_index(drop=True),
+                                         dict(params or {}), payload=payload), owners=False)
 
 
 def witness_check(batch: ProblemBatch, lam: np.ndarray, t: np.ndarray | None, tol: Tolerances) -> pd.DataFrame:
