@@ -22,8 +22,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import numpy as np
-
 from solvers import plugins
 from solvers.errors import ProblemError, did_you_mean
 

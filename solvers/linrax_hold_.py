@@ -398,16 +398,16 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
                                f"(bases of {d + limits} entries, at least {scene_of_exit.max(initial=-1) + 1} scenes), "
                                f"got bases of shape {lp1_basis.shape}")
         starts, usable = exit_starts(lp1_basis, lp1_code == 3, k, d, limits)
-        jax = _jax.import_jax()
         dev = _jax.device(self.settings["device"])
         with _jax.precision(self.dtype):
-            basis = jax.device_put(_jax.host_cast(starts[scene_of_exit], np.int32), dev)
-            shared = self._shared_exits(problem, starts, scene_of_exit, int(np.count_nonzero(usable[scene_of_exit])),
-                                        dev)
+            shared, basis = self._shared_exits(problem, starts, scene_of_exit,
+                                               int(np.count_nonzero(usable[scene_of_exit])), dev)
         return problem, (bounded, placed, ExitStarts(basis, usable[scene_of_exit], shared))
 
     def _shared_exits(self, problem, starts, scene_of_exit, warm: int, dev):
-        """``SharedExits`` of exit LPs started from LP-1's bases ``starts`` (for ``lean_exits``), of
+        """``(SharedExits, basis)`` on ``dev``, in one transfer: ``basis`` is each exit's start
+        (``starts[scene_of_exit]``, for the exits solved on their own), and the ``SharedExits`` are
+        those of exit LPs started from LP-1's bases ``starts`` (for ``lean_exits``), of
         which ``warm`` start from one: consecutive exits of one scene that are equal but for
         their ``t`` column and its cost (a scene's directions) form a group, which shares one
         factorisation of the start (``one_exit_scene``). Equal means equal values (one
@@ -421,7 +421,6 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         the per-exit tableaux', bit for bit (48 of 48 output arrays; unpadded, 3 fewer of 4,584
         3D random exits were right). Planar scenes are not padded: their products are
         elementwise, with the same bits at any batch size."""
-        jax = _jax.import_jax()
         B = len(problem.c)
         new = np.ones(B, dtype=bool)  # True where an exit starts a group
         new[1:] = scene_of_exit[1:] != scene_of_exit[:-1]
@@ -435,11 +434,10 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         scenes = (problem.c[first, :-1], problem.A_eq[first, :, :-1], problem.b_eq[first], problem.A_ub[first, :, :-1],
                   problem.b_ub[first])
         per_exit = (problem.A_eq[:, :, -1], problem.A_ub[:, :, -1], problem.c[:, -1])
-        put = functools.partial(jax.device_put, device=dev)
-        scene_start = _jax.host_cast(starts[scene_of_exit[first]], np.int32)
-        return SharedExits(tuple(put(_jax.host_cast(a, self.dtype)) for a in scenes) + (put(scene_start),),
-                           (put(_jax.host_cast(group, np.int32)),)
-                           + tuple(put(_jax.host_cast(a, self.dtype)) for a in per_exit))
+        f, i = self.dtype, np.int32
+        placed = _jax.put_host((*scenes, starts[scene_of_exit[first]], group, *per_exit, starts[scene_of_exit]),
+                               (f,) * len(scenes) + (i, i) + (f,) * len(per_exit) + (i,), dev)
+        return SharedExits(placed[:6], placed[6:10]), placed[10]
 
     def _warm_groups(self, problem):
         """``(phase-1 arrays on the device, group of each LP, last columns of A_eq and A_ub)``
@@ -461,7 +459,6 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             return None
         first = np.flatnonzero(starts)
         group = np.cumsum(starts) - 1
-        jax = _jax.import_jax()
         dev = _jax.device(self.settings["device"])
         # phase 1, then the vertex of smallest total weight (a start float32 can factor well:
         # the smallest witness, as ``small_witness`` seeks; a feasibility-only vertex may
@@ -469,7 +466,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         arrays = (np.ones((len(first), n - 1)), problem.A_eq[first, :, :-1], problem.b_eq[first],
                   problem.A_ub[first, :, :-1], problem.b_ub[first])
         with _jax.precision(self.dtype):
-            placed = tuple(jax.device_put(_jax.host_cast(a, self.dtype), dev) for a in arrays)
+            placed = _jax.put_host(arrays, self.dtype, dev)
         return placed, group.reshape(B), problem.A_eq[:, :, -1], problem.A_ub[:, :, -1]
 
     def run(self, prepared):

@@ -668,11 +668,12 @@ def test_prepare_hands_jax_host_arrays_it_can_place_without_a_copy(monkeypatch):
     given_arrays, placed = [], []
     real_put = jax.device_put
 
-    def recording_put(x, *args, **kwargs):
+    def recording_put(x, *args, **kwargs):  # one array, or a tuple of them in one call (put_host)
         out = real_put(x, *args, **kwargs)
-        if isinstance(x, np.ndarray):
-            given_arrays.append(x)
-            placed.append(out)
+        for given, result in zip(x, out) if isinstance(x, tuple) else [(x, out)]:
+            if isinstance(given, np.ndarray):
+                given_arrays.append(given)
+                placed.append(result)
         return out
 
     monkeypatch.setattr(jax, "device_put", recording_put)
@@ -740,3 +741,38 @@ def test_overhead_refuses_bad_arguments_naming_them(capsys):
         with pytest.raises(SystemExit) as err:
             overhead.main(argv)
         assert err.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_check_batch_places_each_batch_on_the_device_in_one_transfer(monkeypatch):
+    """``bench.hold.check_batch`` with linrax-hold places its host arrays in three
+    ``jax.device_put`` calls (LP-1's arrays, the exits' arrays, the exits' starts and shared
+    scenes: ``solvers._jax.put_host``), not one call per array (23 before), and every placed
+    array holds the values and dtype ``host_cast`` gives it."""
+    _jax_ready("linrax-hold")
+    import jax
+
+    from bench.hold import check_batch
+    from problems.hold import SceneBatch
+    from solvers._jax import put_host
+
+    calls, real_put = [], jax.device_put
+
+    def recording_put(x, *args, **kwargs):
+        calls.append(len(x) if isinstance(x, tuple) else 1)
+        return real_put(x, *args, **kwargs)
+
+    monkeypatch.setattr(jax, "device_put", recording_put)
+    batch = problems.generate("planar-box", 12, seed=3)
+    scenes = SceneBatch(*(batch.payload[k] for k in ("W", "need", "limit_B", "limit_fmax")))
+    checks = check_batch(scenes, solvers.get("linrax-hold", dtype="float32", device="cpu"))
+    assert (checks.verdict == "supported").any()  # so the exits ran
+    assert len(calls) == 3 and sum(calls) == 6 + 6 + 11, calls
+    calls.clear()
+    arrays = (np.arange(6.0).reshape(2, 3), np.array([1.5, -2.0]), np.arange(4).reshape(2, 2))
+    placed = put_host(arrays, ("float32", np.int32, np.int32), jax.devices("cpu")[0])  # (JAX's default: no float64)
+    assert calls == [3]
+    for a, p, dt in zip(arrays, placed, (np.float32, np.int32, np.int32)):
+        assert p.dtype == dt
+        np.testing.assert_array_equal(np.asarray(p), np.asarray(a, dt))
+    with pytest.raises(ValueError, match="dtypes"):
+        put_host(arrays, ("float32", np.int32), jax.devices("cpu")[0])
