@@ -143,15 +143,18 @@ class ProblemBatch:
 
     @classmethod
     def load(cls, directory: Path | str, name: str) -> "ProblemBatch":
-        """Read a batch written by ``save``."""
+        """Read a batch written by ``save``, frozen (``frozen_batch``: the arrays read are this
+        batch's alone), so ``check_standard_form`` holds them instead of copying them: a cell
+        reads its batch from the file its worker saved, and a copy of a 65,536-case cube-3d
+        batch cost about 1 s of the cell's time."""
         directory = Path(directory)
         info = json.loads((directory / f"{name}.json").read_text())
         with np.load(directory / f"{name}.npz", allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
         payload = {k[len("payload_"):]: v for k, v in arrays.items() if k.startswith("payload_")}
-        return cls(info["family"], info["kind"], *(arrays[k] for k in cls._ARRAYS),
-                   pd.read_parquet(directory / f"{name}.parquet"), info["params"],
-                   *(arrays.get(k) for k in cls._OPTIONAL), payload=payload)
+        return frozen_batch(cls(info["family"], info["kind"], *(arrays[k] for k in cls._ARRAYS),
+                                pd.read_parquet(directory / f"{name}.parquet"), info["params"],
+                                *(arrays.get(k) for k in cls._OPTIONAL), payload=payload))
 
     def subset(self, index) -> "ProblemBatch":
         """The cases at ``index`` (an int array or slice), meta re-indexed."""
