@@ -166,19 +166,16 @@ class ProblemBatch:
         )
 
 
-#: bytes of words per block of cases in ``ProblemBatch.case_hashes``: a block stays in a core's
-#: cache through the mixing passes and the two sums (on this project's 2-core VM, against the
-#: whole batch at once: planar-box LP-1, 65,536 cases 30.7 -> 16.0 ms; cube-3d, 4,096 cases
-#: 38.0 -> 17.5 ms; the same fingerprints)
 def frozen_batch(batch: ProblemBatch, *, owners: bool = True) -> ProblemBatch:
     """``batch`` with its arrays (payload included) made read-only in place, so that
     ``check_standard_form`` takes them as they are instead of copying them, and nothing can
     change a batch that a reference or a verifier judges against.
 
-    ``owners=True`` (a generator's batch, held by nobody else): every array down to the one
-    that owns its memory. ``owners=False`` (a batch built from a caller's arrays, whose views
-    may borrow the caller's memory): only the arrays that own their memory; a view is left
-    as it is (``check_standard_form`` copies it), and no caller's array is frozen."""
+    ``owners=True`` (a generator's batch, or one read from a file: held by nobody else):
+    every array down to the one that owns its memory. ``owners=False`` (a batch whose arrays
+    were made for it from a caller's, as a hold kind's ``build`` makes them by ``take`` and
+    concatenation): only the arrays that own their memory; a view, which may borrow memory
+    someone else holds, is left as it is (``check_standard_form`` copies it)."""
     for arr in (*batch.arrays(), *batch.extra().values(), *batch.payload.values()):
         if not owners:
             if isinstance(arr, np.ndarray) and arr.base is None:
@@ -190,6 +187,10 @@ def frozen_batch(batch: ProblemBatch, *, owners: bool = True) -> ProblemBatch:
     return batch
 
 
+#: bytes of words per block of cases in ``ProblemBatch.case_hashes``: a block stays in a core's
+#: cache through the mixing passes and the two sums (on this project's 2-core VM, against the
+#: whole batch at once: planar-box LP-1, 65,536 cases 30.7 -> 16.0 ms; cube-3d, 4,096 cases
+#: 38.0 -> 17.5 ms; the same fingerprints)
 HASH_BLOCK_BYTES = 1 << 20
 
 
