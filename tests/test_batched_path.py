@@ -776,3 +776,39 @@ def test_check_batch_places_each_batch_on_the_device_in_one_transfer(monkeypatch
         np.testing.assert_array_equal(np.asarray(p), np.asarray(a, dt))
     with pytest.raises(ValueError, match="dtypes"):
         put_host(arrays, ("float32", np.int32), jax.devices("cpu")[0])
+
+
+@pytest.mark.parametrize("family", ["planar-box", "cube-3d"])
+def test_the_hold_verifiers_make_one_frame_of_the_checks_columns(family):
+    """``verify_lp1`` and ``verify_exit`` build one frame from the checks' columns
+    (``witness_columns``, ``certificate_columns``, ``farkas_columns``) instead of joining three
+    frames (0.35 -> 0.10 ms a call at 1,272 exits): the same columns, values and dtypes as the
+    frames of the checks (``witness_check``, ...) joined, on answers made wrong on purpose too."""
+    from problems.kinds.checks import DEFAULT_TOLERANCES, farkas_check
+    from problems.kinds.exit import verify_exit
+    from problems.kinds.lp1 import certificate_check, verify_lp1
+    from problems.kinds._hold import witness_check
+
+    rng = np.random.default_rng(7)
+    for kind in ("lp1", "exit"):
+        batch = problems.generate(family, 24, 0, kind=kind)
+        sol = solvers.get("highs").solve_batch(*batch.arrays())
+        x, y_eq = sol.x.copy(), sol.y_eq.copy()
+        x[::5] += rng.normal(0, 1e-3, x[::5].shape)
+        x[::7] = np.nan
+        y_eq[1::6] *= -1.0
+        sol = BatchSolution(x=x, y_eq=y_eq, y_ub=sol.y_ub, objective=sol.objective, status=sol.status,
+                            iterations=sol.iterations, native_status=sol.native_status, message=sol.message)
+        k, tol = batch.W.shape[2], DEFAULT_TOLERANCES
+        if kind == "lp1":
+            got = verify_lp1(batch, sol)
+            L = batch.limit_B.shape[1]
+            parts = [witness_check(batch, x[:, :k], None, tol), certificate_check(batch, y_eq, sol.y_ub[:, :L], tol)]
+            head = got[["verdict", "delta"]]
+        else:
+            got = verify_exit(batch, sol)
+            parts = [witness_check(batch, x[:, :k], x[:, k], tol),
+                     farkas_check(batch.A_eq, batch.b_eq, batch.A_ub, batch.b_ub, None, None, None, y_eq, sol.y_ub, tol)]
+            head = got[["verdict", "t", "exit"]]
+        assert set(got["verdict"]) - {"supported", "verified"}  # the wrong answers were judged so
+        pd.testing.assert_frame_equal(got, pd.concat([head, *parts], axis=1), check_exact=True)

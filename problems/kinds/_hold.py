@@ -66,10 +66,17 @@ class HoldKind(Kind):
 
 
 def witness_check(batch: ProblemBatch, lam: np.ndarray, t: np.ndarray | None, tol: Tolerances) -> pd.DataFrame:
+    """``witness_columns`` as a DataFrame (one row per case)."""
+    return pd.DataFrame(witness_columns(batch, lam, t, tol))
+
+
+def witness_columns(batch: ProblemBatch, lam: np.ndarray, t: np.ndarray | None,
+                    tol: Tolerances) -> dict[str, np.ndarray]:
     """Residual, most negative weight and limit excess of ``W lam = need + t u``.
 
     ``lam`` (B, k) weights; ``t`` (B,) exit distances or None for LP-1.
-    Returns columns ``residual``, ``min_weight``, ``limit_excess``, ``witness_ok``.
+    Returns columns (name -> (B,) array; a verifier joins them into its one frame)
+    ``residual``, ``min_weight``, ``limit_excess``, ``witness_ok``.
     """
     target = batch.need if t is None else batch.need + t[:, None] * batch.direction
     with np.errstate(invalid="ignore", over="ignore"):
@@ -80,8 +87,7 @@ def witness_check(batch: ProblemBatch, lam: np.ndarray, t: np.ndarray | None, to
         else:
             excess = np.zeros(len(lam))
     ok = (residual <= tol.residual) & (min_weight >= -tol.negative) & (excess <= tol.residual)
-    return pd.DataFrame({"residual": residual, "min_weight": min_weight, "limit_excess": excess,
-                         "witness_ok": ok & finite_rows(lam)})
+    return {"residual": residual, "min_weight": min_weight, "limit_excess": excess, "witness_ok": ok & finite_rows(lam)}
 
 
 #: the witness check's columns (both hold kinds).

@@ -117,7 +117,15 @@ def certificate_passes(gap: np.ndarray, value: np.ndarray, tol: Tolerances) -> n
 def farkas_check(A_eq: np.ndarray, b_eq: np.ndarray, A_ub: np.ndarray, b_ub: np.ndarray,
                  lb: np.ndarray | None, cones: np.ndarray | None, cone_mu: np.ndarray | None,
                  y_eq: np.ndarray, y_ub: np.ndarray, tol: Tolerances) -> pd.DataFrame:
-    """Float64 check that ``(y_eq, y_ub)`` proves a standard-form problem infeasible.
+    """``farkas_columns`` as a DataFrame (one row per case)."""
+    return pd.DataFrame(farkas_columns(A_eq, b_eq, A_ub, b_ub, lb, cones, cone_mu, y_eq, y_ub, tol))
+
+
+def farkas_columns(A_eq: np.ndarray, b_eq: np.ndarray, A_ub: np.ndarray, b_ub: np.ndarray,
+                   lb: np.ndarray | None, cones: np.ndarray | None, cone_mu: np.ndarray | None,
+                   y_eq: np.ndarray, y_ub: np.ndarray, tol: Tolerances) -> dict[str, np.ndarray]:
+    """Float64 check that ``(y_eq, y_ub)`` proves a standard-form problem infeasible, as
+    columns (name -> (B,) array; a verifier joins them into its one frame).
 
     Shapes: ``A_eq`` (B, m_eq, n), ``b_eq`` (B, m_eq), ``A_ub`` (B, m_ub, n), ``b_ub``
     (B, m_ub), ``lb`` (B, n) or None (zeros), ``cones`` (K, 3) indices ``(n, t1, t2)``
@@ -181,15 +189,14 @@ def _plain_bound_value(b_eq, b_ub, ye, yu, g) -> np.ndarray:
     return np.where(finite_rows(g), value, np.nan)
 
 
-def _farkas_rows(scale, gap_parts, value, y_eq, y_ub, tol: Tolerances) -> pd.DataFrame:
-    """``farkas_check``'s columns from the duals' ``scale``, the parts of the gap (each (B,),
+def _farkas_rows(scale, gap_parts, value, y_eq, y_ub, tol: Tolerances) -> dict[str, np.ndarray]:
+    """``farkas_columns``' columns from the duals' ``scale``, the parts of the gap (each (B,),
     their largest is ``cert_gap``) and ``value``."""
     with np.errstate(invalid="ignore"):
         gap = np.maximum.reduce(gap_parts)
     ok = (scale > 0) & certificate_passes(gap, value, tol)
     ok &= finite_rows(y_eq) & finite_rows(y_ub) & ~np.isnan(gap) & np.isfinite(value)
-    return pd.DataFrame({"cert_gap": gap, "cert_value": value, "certificate_ok": ok})
-
+    return {"cert_gap": gap, "cert_value": value, "certificate_ok": ok}
 
 
 def ray_check(batch, ray: np.ndarray, tol: Tolerances) -> pd.DataFrame:
