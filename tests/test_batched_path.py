@@ -808,7 +808,8 @@ def test_the_hold_verifiers_make_one_frame_of_the_checks_columns(family):
         else:
             got = verify_exit(batch, sol)
             parts = [witness_check(batch, x[:, :k], x[:, k], tol),
-                     farkas_check(batch.A_eq, batch.b_eq, batch.A_ub, batch.b_ub, None, None, None, y_eq, sol.y_ub, tol)]
+                     farkas_check(batch.A_eq, batch.b_eq, batch.A_ub, batch.b_ub, None, None, None, y_eq, sol.y_ub,
+                                  tol)]
             head = got[["verdict", "t", "exit"]]
         assert set(got["verdict"]) - {"supported", "verified"}  # the wrong answers were judged so
         pd.testing.assert_frame_equal(got, pd.concat([head, *parts], axis=1), check_exact=True)
