@@ -110,9 +110,25 @@ def prepare_exits(adapter: Adapter, scenes: SceneBatch, held: np.ndarray, lp1_ra
     return exit_batch, starts(problem, lp1_raw, scene_of_exit) if starts is not None else adapter.prepare(problem)
 
 
+#: ``check_batch``'s default block: as many scenes at once as keep one block's exit LPs'
+#: matrices under this many entries (2d exits per scene, each ``d + 1 + L`` rows of ``k + 1``).
+#: 8,192 cube-3d scenes (89 M entries) peaked at 2.3 GB of memory in one call on this project's
+#: 2-core VM, and 65,536 at once would need about 16 GB; a block of 6,193 cube-3d scenes stays
+#: under 2 GB whatever the batch. A planar scene holds 168-210 entries (over 300,000 per block).
+BLOCK_ENTRIES = 1 << 26
+
+
+def block_scenes(d: int, k: int, limits: int, entries: int | None = None) -> int:
+    """Scenes of ``d`` wrench axes, ``k`` generators and ``limits`` limit rows per block of
+    ``check_batch``: ``entries`` (default ``BLOCK_ENTRIES``) over the entries of one scene's
+    exit LPs' matrices, at least 1."""
+    entries = BLOCK_ENTRIES if entries is None else entries
+    return max(1, entries // (2 * d * (d + 1 + limits) * (k + 1)))
+
+
 def check_batch(scenes: "SceneBatch | list[HoldScene]", solver: str | Adapter = "highs", margin: bool = True,
                 tolerances: Tolerances = DEFAULT_TOLERANCES, cap: float = EXIT_CAP,
-                axes: tuple[str, ...] | None = None) -> HoldChecks:
+                axes: tuple[str, ...] | None = None, block: int | None = None) -> HoldChecks:
     """The hold test of seed 002 for a batch of same-shape scenes, as one problem: LP-1 for
     every scene, then the 2d exit LPs (``margin``) of the scenes whose LP-1 verified
     supported only (an unsupported scene's margin is ``-delta``). Both batches are solved
@@ -121,7 +137,11 @@ def check_batch(scenes: "SceneBatch | list[HoldScene]", solver: str | Adapter = 
     An adapter with ``prepare_exits_from`` (``linrax-hold`` with ``warm_exits``) starts each
     exit from its scene's final LP-1 basis, with the witness and ``t = 0``: no phase 1.
     ``axes`` names the wrench axes (default: ``f_x, f_z, tau_y`` planar, six names in 3D);
-    ``cap`` is the exit cap T in m*g (m*g*l for torques).
+    ``cap`` is the exit cap T in m*g (m*g*l for torques). ``block`` is how many scenes are
+    solved at once (default ``block_scenes``: under 2 GB of memory, 6,193 cube-3d scenes); a larger batch is solved block after block, in equal blocks, each as above, and
+    the results joined in order. A solver that answers each case on its own (HiGHS) gives the
+    same answers in any block; a batched float32 solve may differ in its last bits with the
+    block's size (XLA picks some kernels by batch size: cube-3d margins by 1e-7 with linrax-hold).
     """
     adapter = _adapter(solver)
     if isinstance(scenes, HoldScene):
@@ -131,6 +151,25 @@ def check_batch(scenes: "SceneBatch | list[HoldScene]", solver: str | Adapter = 
     axes = tuple(axes) if axes is not None else default_axes(d)
     if len(axes) != d:
         raise ProblemError(f"axes: expected {d} names (one per wrench axis), got {len(axes)}")
+    if block is None:
+        block = block_scenes(d, k, scenes.limit_B.shape[1])
+    elif isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < 1:
+        raise ProblemError(f"block: expected a positive number of scenes solved at once, got {block!r}")
+    if S <= block:
+        return _check_block(scenes, adapter, margin, tolerances, cap, axes)
+    edges = np.linspace(0, S, -(-S // block) + 1).round().astype(int)  # equal blocks: one compiled shape
+    parts = [_check_block(scenes.take(np.arange(begin, end)), adapter, margin, tolerances, cap, axes)
+             for begin, end in zip(edges[:-1], edges[1:])]
+    return HoldChecks(*(np.concatenate([getattr(p, name) for p in parts]) for name in ("verdict", "delta", "witness",
+                                                                                        "certificate")),
+                      parts[0].directions, np.concatenate([p.exits for p in parts]),
+                      np.concatenate([p.margin for p in parts]))
+
+
+def _check_block(scenes: SceneBatch, adapter: Adapter, margin: bool, tolerances: Tolerances, cap: float,
+                 axes: tuple[str, ...]) -> HoldChecks:
+    """``check_batch`` of ``scenes`` in one block (arguments checked by the caller)."""
+    S, d, k = scenes.W.shape
     lp1, ready = prepare_lp1(adapter, scenes)
     raw = ready.run()
     solution = ready.finish(raw)
