@@ -138,8 +138,9 @@ def check_batch(scenes: "SceneBatch | list[HoldScene]", solver: str | Adapter = 
     exit from its scene's final LP-1 basis, with the witness and ``t = 0``: no phase 1.
     ``axes`` names the wrench axes (default: ``f_x, f_z, tau_y`` planar, six names in 3D);
     ``cap`` is the exit cap T in m*g (m*g*l for torques). ``block`` is how many scenes are
-    solved at once (default ``block_scenes``: under 2 GB of memory, 6,193 cube-3d scenes); a larger batch is solved block after block, in equal blocks, each as above, and
-    the results joined in order. A solver that answers each case on its own (HiGHS) gives the
+    solved at once (default ``block_scenes``: under 2 GB of memory, 6,193 cube-3d scenes); a
+    larger batch is solved block after block, in equal blocks, each as above, and the results
+    joined in order. A solver that answers each case on its own (HiGHS) gives the
     same answers in any block; a batched float32 solve may differ in its last bits with the
     block's size (XLA picks some kernels by batch size: cube-3d margins by 1e-7 with linrax-hold).
     """
@@ -160,10 +161,9 @@ def check_batch(scenes: "SceneBatch | list[HoldScene]", solver: str | Adapter = 
     edges = np.linspace(0, S, -(-S // block) + 1).round().astype(int)  # equal blocks: one compiled shape
     parts = [_check_block(scenes.take(np.arange(begin, end)), adapter, margin, tolerances, cap, axes)
              for begin, end in zip(edges[:-1], edges[1:])]
-    return HoldChecks(*(np.concatenate([getattr(p, name) for p in parts]) for name in ("verdict", "delta", "witness",
-                                                                                        "certificate")),
-                      parts[0].directions, np.concatenate([p.exits for p in parts]),
-                      np.concatenate([p.margin for p in parts]))
+    joined = {name: np.concatenate([getattr(p, name) for p in parts])
+              for name in ("verdict", "delta", "witness", "certificate", "exits", "margin")}
+    return HoldChecks(directions=parts[0].directions, **joined)
 
 
 def _check_block(scenes: SceneBatch, adapter: Adapter, margin: bool, tolerances: Tolerances, cap: float,
