@@ -71,13 +71,11 @@ class ExactPlanarAdapter(Adapter):
         if not ok:
             raise ProblemError("problem: exact-planar decides only planar LP-1 without force limits "
                                "(A_eq = [W, I, -I] with 3 rows, c = [0, 1, 1], no A_ub rows)")
-        W, need = problem.A_eq[:, :, :k].astype(self.dtype), problem.b_eq.astype(self.dtype)
+        W, need = problem.A_eq[:, :, :k], problem.b_eq
         if self.settings["backend"] == "jax":
-            jax = _jax.import_jax()
-            dev = _jax.device(self.settings["device"])
             with _jax.precision(self.dtype):
-                W, need = jax.device_put(W, dev), jax.device_put(need, dev)
-        return problem, W, need
+                return (problem, *_jax.put_host((W, need), self.dtype, _jax.device(self.settings["device"])))
+        return problem, W.astype(self.dtype), need.astype(self.dtype)
 
     def run(self, prepared):
         _, W, need = prepared

@@ -435,9 +435,12 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
                   problem.b_ub[first])
         per_exit = (problem.A_eq[:, :, -1], problem.A_ub[:, :, -1], problem.c[:, -1])
         f, i = self.dtype, np.int32
-        placed = _jax.put_host((*scenes, starts[scene_of_exit[first]], group, *per_exit, starts[scene_of_exit]),
-                               (f,) * len(scenes) + (i, i) + (f,) * len(per_exit) + (i,), dev)
-        return SharedExits(placed[:6], placed[6:10]), placed[10]
+        scene_arrays, scene_types = (*scenes, starts[scene_of_exit[first]]), (f,) * len(scenes) + (i,)
+        exit_parts, exit_types = (group, *per_exit), (i,) + (f,) * len(per_exit)
+        placed = _jax.put_host((*scene_arrays, *exit_parts, starts[scene_of_exit]),
+                               scene_types + exit_types + (i,), dev)
+        split = len(scene_arrays)
+        return SharedExits(placed[:split], placed[split:-1]), placed[-1]
 
     def _warm_groups(self, problem):
         """``(phase-1 arrays on the device, group of each LP, last columns of A_eq and A_ub)``

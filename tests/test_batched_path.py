@@ -813,3 +813,26 @@ def test_the_hold_verifiers_make_one_frame_of_the_checks_columns(family):
             head = got[["verdict", "t", "exit"]]
         assert set(got["verdict"]) - {"supported", "verified"}  # the wrong answers were judged so
         pd.testing.assert_frame_equal(got, pd.concat([head, *parts], axis=1), check_exact=True)
+
+
+@pytest.mark.parametrize("spec, family", [("altproj", "quadruped[kind=socp]"), ("exact-planar[backend=jax]", "planar-box"),
+                                          ("linrax", "planar-box")])
+def test_a_jax_adapters_timed_run_places_no_host_array(spec, family, monkeypatch):
+    """Every host array a JAX adapter solves from is placed on its device in ``prepare``
+    (``solvers._jax.put_host``), none in the timed ``run``: altproj placed the cones' ``mu``
+    inside ``run``, so its solve times held a host-to-device transfer."""
+    name = spec.split("[")[0]
+    _jax_ready(name)
+    import jax
+
+    adapter = solvers.from_spec(spec) if "[" in spec else solvers.get(spec, dtype="float32")
+    batch = problems.generate(problems.FamilySpec.parse(family), 16, 0)
+    prepared = adapter.prepare(check_standard_form(*batch.arrays(), **batch.extra(), batched=True))
+    adapter.run(prepared)  # compiled before the watch
+
+    def refused(*args, **kwargs):
+        raise AssertionError("device_put inside run")
+
+    monkeypatch.setattr(jax, "device_put", refused)
+    solution = adapter.finish(adapter.run(prepared), prepared)
+    assert len(solution.x) == len(batch) and np.isfinite(solution.x).any()
