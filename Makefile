@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+GPU_STAMP := $(VENV)/.installed-gpu
 
 .PHONY: run test bench gpu-check install clean
 
@@ -40,8 +41,13 @@ bench: $(STAMP)
 
 ## gpu-check: on a node with one GPU, within 8 minutes: seed 002's device table, the
 ## harness overhead at 65,536 and a scaling run, under results/gpu-check (README:
-## "Measured on a GPU").
-gpu-check: $(STAMP)
+## "Measured on a GPU"). It installs the `gpu` extra first (JAX with CUDA from PyPI, the
+## JAX adapters, dask-cuda): `make install`'s JAX sees no GPU.
+$(GPU_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[all,test,gpu]"
+	touch $(GPU_STAMP)
+
+gpu-check: $(GPU_STAMP)
 	$(BIN)/python -m bench.gpu_check --out results/gpu-check
 
 clean:

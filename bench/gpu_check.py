@@ -129,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     gpu = gpu_name()
     if args.device == "gpu" and gpu is None:
         print("gpu-check: JAX sees no GPU here (jax.devices('gpu') is empty); nothing measured. "
-              "For a dry run of the steps: python -m bench.gpu_check --device cpu --sizes 64", file=sys.stderr)
+              "JAX finds a GPU through its CUDA plug-in: pip install 'contactbench[gpu]' (make gpu-check "
+              "installs it). For a dry run of the steps: python -m bench.gpu_check --device cpu --sizes 64",
+              file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     import jax

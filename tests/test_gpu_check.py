@@ -15,6 +15,7 @@ def test_gpu_check_refuses_without_a_gpu_and_dry_runs_every_step_on_the_cpu(tmp_
     refused = subprocess.run([sys.executable, "-m", "bench.gpu_check", "--out", str(tmp_path / "no")],
                              capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "JAX sees no GPU" in refused.stderr
+    assert "pip install 'contactbench[gpu]'" in refused.stderr  # what to do about it
     assert not (tmp_path / "no").exists()
     out = tmp_path / "dry"
     done = subprocess.run([sys.executable, "-m", "bench.gpu_check", "--device", "cpu", "--sizes", "8",
@@ -72,3 +73,31 @@ def test_the_overhead_step_measures_linrax_hold_in_one_piece_on_the_gpu_only(tmp
     assert cpu["--devices"] == "cpu" and "--adapters" not in cpu
     assert gpu["--sizes"] == cpu["--sizes"] == "65536" and gpu["--timeout"] == "90"
     assert overhead_commands("cpu") == [cpu]
+
+
+def test_make_gpu_check_installs_jax_with_cuda_before_it_checks(tmp_path):
+    """``make gpu-check`` on a fresh node: ``make install``'s JAX is PyPI's CPU build, which
+    sees no GPU, so the check installs the ``gpu`` extra (JAX with CUDA, the JAX adapters,
+    dask-cuda) into the same virtualenv before it runs (before this, a fresh clone's
+    ``make gpu-check`` on a GPU node stopped at "JAX sees no GPU")."""
+    import re
+    import shutil
+    import subprocess
+    import tomllib
+    from pathlib import Path
+
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("no make on this machine")
+    root = Path(__file__).resolve().parents[1]
+    venv = tmp_path / "fresh-venv"  # not built: -n prints the commands only
+    printed = subprocess.run([make, "-n", "-C", str(root), "gpu-check", f"VENV={venv}"], capture_output=True,
+                             text=True, timeout=60, check=True).stdout.splitlines()
+    check_at = next(i for i, line in enumerate(printed) if "-m bench.gpu_check" in line)
+    installs = [re.search(r'-e "\.\[([^\]]*)\]"', line) for line in printed[:check_at] if "pip install" in line]
+    extras = [set(m.group(1).split(",")) for m in installs if m]
+    assert any({"gpu", "all", "test"} <= e for e in extras), printed
+    assert not (tmp_path / "fresh-venv").exists()
+    gpu = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]["gpu"]
+    assert any(re.match(r"jax\[cuda\d+\]", req) for req in gpu), gpu
+    assert "contactbench[linrax,qpax,mpax]" in gpu and any(req.startswith("dask-cuda") for req in gpu)
