@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 GPU_STAMP := $(VENV)/.installed-gpu
 
-.PHONY: run test bench gpu-check install clean
+.PHONY: run test bench gpu-check wheelhouse install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,5 +50,12 @@ $(GPU_STAMP): $(STAMP)
 gpu-check: $(GPU_STAMP)
 	$(BIN)/python -m bench.gpu_check --out results/gpu-check
 
+## wheelhouse: for a GPU node with no package index, the wheels it lacks under wheelhouse/
+## (python -m bench.wheelhouse; options in WHEELHOUSE, e.g.
+## WHEELHOUSE="--python-version 3.12 --have node-freeze.txt"); wheelhouse/INSTALL.txt says
+## how to install them there.
+wheelhouse: $(STAMP)
+	$(BIN)/python -m bench.wheelhouse $(WHEELHOUSE)
+
 clean:
-	rm -rf $(VENV) results/runs results/latest results/site results/benchmarks.json .pytest_cache .asv
+	rm -rf $(VENV) results/runs results/latest results/site results/benchmarks.json .pytest_cache .asv wheelhouse

@@ -1,0 +1,200 @@
+"""Wheels for a GPU node with no package index: ``python -m bench.wheelhouse`` (``make wheelhouse``).
+
+GPU nodes of clusters often reach no package index, and ``make gpu-check`` installs from
+PyPI. On a machine that can reach it, with contactbench installed (``make install``), this
+writes into ``--out`` (default ``wheelhouse/``) a wheel of contactbench and the wheels of
+everything ``contactbench[EXTRAS]`` needs, at the versions installed here (those ``make
+test`` passed with), built for the node's Python (``--python-version``) on x86-64 Linux,
+less what the node has already (``--have``: its ``pip freeze`` or ``pip list`` output, or
+``--skip``: names): above all its own JAX with CUDA, which must not be replaced by PyPI's
+CPU build. ``INSTALL.txt`` beside them gives the two commands to run on the node.
+
+The list is the installed distributions' requirements followed from contactbench, with
+each requirement's markers evaluated for the node (its Python version, Linux, x86-64), so
+a backport that only an older Python needs is left out. pip fetches each wheel with
+``--no-deps`` (the list is already whole); a pure-Python package published only as a
+source archive is built into a wheel here. Nothing is installed here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+ROOT = "contactbench"
+#: the JAX adapters a GPU check runs (``make gpu-check``'s ``gpu`` extra without JAX's CUDA
+#: plug-in, which the node brings)
+DEFAULT_EXTRAS = ("linrax", "qpax", "mpax")
+#: the manylinux tags pip is told the node accepts (pip matches each exactly)
+PLATFORMS = ("manylinux_2_35_x86_64", "manylinux_2_34_x86_64", "manylinux_2_31_x86_64", "manylinux_2_28_x86_64",
+             "manylinux_2_27_x86_64", "manylinux_2_24_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
+             "manylinux1_x86_64", "linux_x86_64")
+
+
+class WheelhouseError(Exception):
+    """A requirement this environment cannot answer (not installed here), or a failed fetch."""
+
+
+def canonical(name: str) -> str:
+    """A distribution name as the index compares it (PEP 503: lower case, runs of ``-_.`` one ``-``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def node_environment(python_version: str) -> dict[str, str]:
+    """Marker variables (PEP 508) of an x86-64 Linux node running CPython ``python_version``
+    (``"3.12"`` or ``"3.12.3"``)."""
+    parts = python_version.split(".")
+    full = python_version if len(parts) >= 3 else f"{python_version}.0"
+    return {"python_version": ".".join(parts[:2]), "python_full_version": full, "implementation_name": "cpython",
+            "implementation_version": full, "platform_python_implementation": "CPython", "os_name": "posix",
+            "sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64",
+            "platform_release": "", "platform_version": ""}
+
+
+def needed(root: str = ROOT, extras: tuple[str, ...] = DEFAULT_EXTRAS, python_version: str | None = None,
+           installed=metadata.distribution) -> dict[str, str]:
+    """``{canonical name: version installed here}`` of ``root`` with ``extras`` and everything
+    it needs, following each installed distribution's requirements whose markers hold on
+    the node (``node_environment(python_version)``, default this Python's version).
+    ``installed(name)`` gives a distribution's metadata (default ``importlib.metadata``);
+    a requirement that is not installed here raises ``WheelhouseError``."""
+    from packaging.requirements import Requirement
+
+    python_version = python_version or ".".join(map(str, sys.version_info[:3]))
+    env = node_environment(python_version)
+    found: dict[str, str] = {}
+    asked: set[tuple[str, str]] = set()
+    todo = [(root, tuple(extras), root)]
+    while todo:
+        name, wanted, by = todo.pop()
+        key = canonical(name)
+        try:
+            dist = installed(name)
+        except metadata.PackageNotFoundError:
+            raise WheelhouseError(f"{name} (needed by {by}) is not installed here: install contactbench with the "
+                                  f"extras you ask for (make install) and run this again") from None
+        found[key] = dist.version
+        for extra in ("", *wanted):
+            if (key, extra) in asked:
+                continue
+            asked.add((key, extra))
+            for text in dist.requires or ():
+                req = Requirement(text)
+                if req.marker is not None and not req.marker.evaluate({**env, "extra": extra}):
+                    continue
+                todo.append((req.name, tuple(sorted(req.extras)), key))
+    return dict(sorted(found.items()))
+
+
+def names_in(text: str) -> set[str]:
+    """The canonical distribution names in ``pip freeze`` or ``pip list`` output (lines
+    ``name==version``, ``name @ url`` or ``name  version``; headers and comments skipped)."""
+    names = set()
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "-")) or line.lower().startswith("package "):
+            continue
+        name = re.split(r"[\s=@<>!~;\[]", line, maxsplit=1)[0]
+        if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+            names.add(canonical(name))
+    return names
+
+
+def fetch_commands(pins: dict[str, str], out: Path, python_version: str, python: str = sys.executable) -> list[list[str]]:
+    """The pip commands that fetch ``pins`` (``{name: version}``) as wheels for the node into
+    ``out``: one ``pip download`` of them all, binary only, no dependencies."""
+    if not pins:
+        return []
+    platforms = [arg for tag in PLATFORMS for arg in ("--platform", tag)]
+    return [[python, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", "--python-version",
+             python_version, "--implementation", "cp", *platforms, "-d", str(out),
+             *(f"{name}=={version}" for name, version in pins.items())]]
+
+
+def install_text(out: Path, extras: tuple[str, ...]) -> str:
+    """``INSTALL.txt``: the commands that install the wheelhouse on the node, offline."""
+    spec = f"{ROOT}[{','.join(extras)}]" if extras else ROOT
+    return (f"# On the node, in the folder that holds a copy of {out.name}/: either into a virtualenv that sees the\n"
+            f"# node's own packages (its JAX with CUDA),\n"
+            f"python3 -m venv --system-site-packages .venv\n"
+            f".venv/bin/python -m pip install --no-index --find-links {out.name} '{spec}'\n"
+            f"# or beside them, without a virtualenv:\n"
+            f"python3 -m pip install --no-index --no-deps --target /tmp/site {out.name}/*.whl && "
+            f"export PYTHONPATH=/tmp/site\n"
+            f"# then: python -m bench.gpu_check --out results/gpu-check\n")
+
+
+def build(out: Path, extras: tuple[str, ...], python_version: str, have: set[str], project: Path,
+          dry_run: bool = False) -> dict[str, str]:
+    """Fill ``out`` (see the module docstring); returns the pins fetched (``{name: version}``,
+    contactbench's own wheel built from ``project`` besides). ``dry_run``: print the list and
+    the commands, fetch nothing."""
+    pins = needed(ROOT, extras, python_version)
+    pins.pop(ROOT, None)
+    fetch = {name: version for name, version in pins.items() if name not in have}
+    for name, version in pins.items():
+        print(f"{name}=={version}" + ("  (the node has it)" if name in have else ""))
+    commands = [[sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(project)],
+                *fetch_commands(fetch, out, python_version)]
+    if dry_run:
+        for command in commands:
+            print(" ".join(command))
+        return fetch
+    out.mkdir(parents=True, exist_ok=True)
+    subprocess.run(commands[0], check=True)
+    if len(commands) > 1 and subprocess.run(commands[1]).returncode != 0:
+        # a pure-Python package published without a wheel: build it here, then fetch the rest
+        got = {canonical(p.name.split("-")[0]) for p in out.glob("*.whl")}
+        for name, version in fetch.items():
+            if name in got:
+                continue
+            one = fetch_commands({name: version}, out, python_version)[0]
+            if subprocess.run(one).returncode != 0 and subprocess.run(
+                    [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-binary", name, "-w", str(out),
+                     f"{name}=={version}"]).returncode != 0:
+                raise WheelhouseError(f"{name}=={version}: no wheel for Python {python_version} on x86-64 Linux, "
+                                      f"and none could be built here")
+    (out / "INSTALL.txt").write_text(install_text(out, extras))
+    return fetch
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.wheelhouse", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("wheelhouse"), help="folder of wheels (default wheelhouse)")
+    parser.add_argument("--extras", default=",".join(DEFAULT_EXTRAS),
+                        help=f"contactbench's extras to include, comma-separated (default {','.join(DEFAULT_EXTRAS)})")
+    parser.add_argument("--python-version", default=".".join(map(str, sys.version_info[:2])),
+                        help="the node's Python, e.g. 3.12 (default this one's)")
+    parser.add_argument("--have", type=Path, default=None, help="the node's `pip freeze` (or `pip list`) output")
+    parser.add_argument("--skip", default="", help="more names the node has, comma-separated (e.g. jax,jaxlib)")
+    parser.add_argument("--dry-run", action="store_true", help="print the list and the pip commands only")
+    args = parser.parse_args(argv)
+    if not re.fullmatch(r"3\.\d+(\.\d+)?", args.python_version):
+        parser.error(f"--python-version: expected a CPython version such as 3.12, got {args.python_version!r}")
+    extras = tuple(e.strip() for e in args.extras.split(",") if e.strip())
+    known = metadata.metadata(ROOT).get_all("Provides-Extra") or []
+    unknown = [e for e in extras if e not in known]
+    if unknown:
+        parser.error(f"--extras: unknown extra(s) {unknown}; expected some of {sorted(known)}")
+    if args.have is not None and not args.have.is_file():
+        parser.error(f"--have: expected a file holding the node's `pip freeze` output, got {str(args.have)!r}")
+    have = names_in(args.have.read_text()) if args.have is not None else set()
+    have |= {canonical(n.strip()) for n in args.skip.split(",") if n.strip()}
+    project = Path(__file__).resolve().parents[1]
+    try:
+        fetched = build(args.out, extras, args.python_version, have, project, args.dry_run)
+    except WheelhouseError as error:
+        print(f"wheelhouse: {error}", file=sys.stderr)
+        return 1
+    if not args.dry_run:
+        print(f"wheelhouse: {len(fetched)} wheels and contactbench's in {args.out}; on the node: "
+              f"{args.out / 'INSTALL.txt'}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
