@@ -69,9 +69,9 @@ def pieces_asked(monkeypatch):
     asked = []
     chunked = _jax.JaxBatchedAdapter.chunked
 
-    def spy(self, solve, arrays, chunk=None):
+    def spy(self, solve, arrays, chunk=None, wait=True):
         asked.append(chunk)
-        return chunked(self, solve, arrays, chunk)
+        return chunked(self, solve, arrays, chunk, wait)
 
     monkeypatch.setattr(_jax.JaxBatchedAdapter, "chunked", spy)
     return asked

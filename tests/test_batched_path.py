@@ -778,6 +778,44 @@ def test_check_batch_places_each_batch_on_the_device_in_one_transfer(monkeypatch
         put_host(arrays, ("float32", np.int32), jax.devices("cpu")[0])
 
 
+def test_lean_exits_wait_once_for_their_scenes_and_exits(monkeypatch):
+    """linrax-hold's lean exits hand their scenes' factorisations (``one_exit_scene``) to
+    the exits' call as dispatched, and wait once, for the exits (two waits before: the
+    scenes' call blocked before the exits' was dispatched); the answers are those of a
+    run that waits for both."""
+    _jax_ready("linrax-hold")
+    import jax
+
+    from bench.hold import default_axes, prepare_exits, prepare_lp1
+    from bench.verify import verify_lp1
+    from problems.hold import SceneBatch
+
+    batch = problems.generate("planar-box", 40, seed=5, disk=True)
+    scenes = SceneBatch(*(batch.payload[k] for k in ("W", "need", "limit_B", "limit_fmax")))
+    adapter = solvers.get("linrax-hold", dtype="float32", device="cpu")
+    lp1, ready = prepare_lp1(adapter, scenes)
+    raw = ready.run()
+    held = np.flatnonzero(verify_lp1(lp1, ready.finish(raw))["verdict"].to_numpy() == "supported")
+    assert len(held) >= 4
+    _, prepared = prepare_exits(adapter, scenes, held, raw, default_axes(scenes.d))
+    adapter.run(prepared)  # compiled
+    waits, real_wait = [], jax.block_until_ready
+
+    def counting_wait(x):
+        waits.append(1)
+        return real_wait(x)
+
+    monkeypatch.setattr(jax, "block_until_ready", counting_wait)
+    out = adapter.run(prepared)
+    assert len(waits) == 1, waits
+    assert (np.asarray(out[3]) == 3).all()  # every exit warm and optimal: the one wait is the answer's
+    monkeypatch.setattr(jax, "block_until_ready", real_wait)
+    waited = adapter.chunked(lambda *a: a, (np.arange(3.0),), 0)
+    assert np.asarray(waited[0]).tolist() == [0.0, 1.0, 2.0]
+    for got, again in zip(out, adapter.run(prepared)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(again))
+
+
 @pytest.mark.parametrize("family", ["planar-box", "cube-3d"])
 def test_the_hold_verifiers_make_one_frame_of_the_checks_columns(family):
     """``verify_lp1`` and ``verify_exit`` build one frame from the checks' columns
