@@ -231,6 +231,16 @@ class JaxBatchedAdapter:
         The pattern of finite lower bounds must be the same for every case of the batch
         (it fixes the traced shapes); ``-inf`` bounds are passed as 0 and never read.
         """
+        bounded, arrays = self.host_arrays(problem)
+        with precision(self.dtype):
+            placed = put_host(arrays, self.dtype, device(self.settings["device"]))
+        return problem, (bounded, placed)
+
+    def host_arrays(self, problem):
+        """``(bounded, arrays)``: what ``prepare`` places, on the host, uncast: the indices of
+        the finite lower bounds (one pattern for the batch, else ``ProblemError``) and
+        ``[c, A_eq, b_eq, A_ub, b_ub, lb(, P)]`` (a row ``0 <= 1`` where the solver needs one
+        and the batch has none; ``-inf`` bounds as 0)."""
         import numpy as np
 
         finite = np.isfinite(problem.lb)
@@ -238,7 +248,6 @@ class JaxBatchedAdapter:
         if not finite.all() and not np.all(finite == finite[:1]):
             raise ProblemError("lb: expected the same pattern of finite bounds in every case of the batch")
         bounded = tuple(int(j) for j in np.flatnonzero(finite[0])) if len(finite) else ()
-        dev = device(self.settings["device"])
         A_ub, b_ub = problem.A_ub, problem.b_ub
         no_rows = problem.m_eq + problem.m_ub == 0 if self.NEEDS_A_ROW == "any" else (
             problem.m_ub == 0 and not np.any(finite) and problem.P is None if self.NEEDS_A_ROW == "inequality"
@@ -249,9 +258,7 @@ class JaxBatchedAdapter:
         arrays = [problem.c, problem.A_eq, problem.b_eq, A_ub, b_ub, lb]
         if problem.P is not None:
             arrays.append(problem.P)
-        with precision(self.dtype):
-            placed = put_host(arrays, self.dtype, dev)
-        return problem, (bounded, placed)
+        return bounded, arrays
 
     @staticmethod
     def chunk_option(default: int = 0):

@@ -237,7 +237,7 @@ def test_lean_exits_factor_each_scene_once_and_start_from_their_own_fresh_tablea
 
     with _jax.precision("float64"):
         scene_out = jax.vmap(adapter.one_exit_scene)(*warm.shared.scenes)
-        expected = jax.vmap(own)(*arrays[:5], warm.basis)
+        expected = jax.vmap(own)(*arrays.placed()[:5], warm.basis)
         got = jax.vmap(shared, in_axes=(None, 0, 0, 0, 0))(scene_out, *warm.shared.per_exit)
     np.testing.assert_allclose(np.asarray(got[0]), np.asarray(expected[0]), rtol=1e-10, atol=1e-10)
     np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(expected[1]))
@@ -439,3 +439,44 @@ def test_a_margins_set_that_does_not_finish_is_a_row_with_its_state(monkeypatch)
     assert list(table["state"]) == ["timeout", "timeout"]
     assert list(table["set"]) == ["planar random"] * 2 and "timeout" in table["reason"].iloc[0]
     assert "lp1" not in table and "margins_over_lp1" not in table
+
+
+@needs_hold
+@pytest.mark.parametrize("family, n", [("planar-box", 40), ("cube-3d", 16)])
+def test_exits_from_lp1_place_their_own_arrays_only_for_the_exits_solved_on_their_own(family, n, monkeypatch):
+    """``prepare_exits_from`` leaves the exit LPs' own arrays on the host (``Unplaced``): lean
+    exits never read them, and a cast and copy of every exit's ``W`` cost 1.7 ms per
+    ``check_batch`` of seed 002's 3D set. The exits that do not end optimal warm are solved
+    cold from their rows alone, placed then; a run without ``lean_exits`` places them all,
+    once. Every answer is that of the same run with the arrays placed in ``prepare``."""
+    import jax
+
+    from solvers import linrax_hold_ as hold_module
+
+    scenes = _scenes(family, n)
+    tight = solvers.get("linrax-hold", dtype="float32", device="cpu", max_pivots=2)  # warm exits stop: cold
+    raw, held = _lp1_raw_and_held(solvers.get("linrax-hold", dtype="float32", device="cpu"), scenes)
+    puts, real_put = [], jax.device_put
+
+    def recording_put(x, *args, **kwargs):
+        puts.append([np.shape(a) for a in x] if isinstance(x, tuple) else [np.shape(x)])
+        return real_put(x, *args, **kwargs)
+
+    monkeypatch.setattr(jax, "device_put", recording_put)
+    _, prepared = prepare_exits(tight, scenes, held, raw, ("a",) * scenes.d)
+    problem, (bounded, unplaced, warm) = prepared
+    assert isinstance(unplaced, hold_module.Unplaced) and unplaced._placed is None
+    assert not any(shape == problem.A_eq.shape for call in puts for shape in call), puts  # no exit's own W
+    puts.clear()
+    out = tight.run(prepared)
+    row_puts = [call for call in puts if len(call) == len(unplaced.arrays)]
+    assert len(row_puts) == 1 and 0 < row_puts[0][1][0] < len(problem.c), row_puts  # some rows, not all
+    assert unplaced._placed is None
+    placed_first = (problem, (bounded, unplaced.placed(), warm))  # the arrays placed in prepare, as before
+    for got, expected in zip(out, tight.run(placed_first)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+    rounds = solvers.get("linrax-hold", dtype="float32", device="cpu", lean_exits=False)
+    fresh = (problem, (bounded, hold_module.Unplaced(unplaced.arrays, "float32", unplaced.dev), warm))
+    for got, expected in zip(rounds.run(fresh), rounds.run(placed_first)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+    assert fresh[1][1]._placed is not None
