@@ -68,7 +68,7 @@ def needed(root: str = ROOT, extras: tuple[str, ...] = DEFAULT_EXTRAS, python_ve
     env = node_environment(python_version)
     found: dict[str, str] = {}
     asked: set[tuple[str, str]] = set()
-    todo = [(root, tuple(extras), root)]
+    todo = [(root, tuple(extras), "the wheelhouse")]
     while todo:
         name, wanted, by = todo.pop()
         key = canonical(name)
