@@ -104,6 +104,13 @@ def names_in(text: str) -> set[str]:
     return names
 
 
+def is_pure(wheel_name: str) -> bool:
+    """Whether a wheel file name's tags say it runs on any Python 3 and platform
+    (``...-py3-none-any.whl``), so that one built here serves the node."""
+    python, abi, platform = wheel_name[:-len(".whl")].split("-")[-3:]
+    return abi == "none" and platform == "any" and any(tag.startswith("py3") for tag in python.split("."))
+
+
 def fetch_commands(pins: dict[str, str], out: Path, python_version: str, python: str = sys.executable) -> list[list[str]]:
     """The pip commands that fetch ``pins`` (``{name: version}``) as wheels for the node into
     ``out``: one ``pip download`` of them all, binary only, no dependencies."""
@@ -153,11 +160,17 @@ def build(out: Path, extras: tuple[str, ...], python_version: str, have: set[str
             if name in got:
                 continue
             one = fetch_commands({name: version}, out, python_version)[0]
-            if subprocess.run(one).returncode != 0 and subprocess.run(
-                    [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-binary", name, "-w", str(out),
-                     f"{name}=={version}"]).returncode != 0:
+            if subprocess.run(one).returncode == 0:
+                continue
+            built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-binary", name,
+                                    "-w", str(out), f"{name}=={version}"]).returncode == 0
+            wheels = [p for p in out.glob("*.whl") if canonical(p.name.split("-")[0]) == name]
+            if not built or not wheels or not all(is_pure(p.name) for p in wheels):
+                for wheel in wheels:
+                    if not is_pure(wheel.name):  # built for this machine's Python, not the node's
+                        wheel.unlink()
                 raise WheelhouseError(f"{name}=={version}: no wheel for Python {python_version} on x86-64 Linux, "
-                                      f"and none could be built here")
+                                      f"and no pure-Python one could be built here")
     (out / "INSTALL.txt").write_text(install_text(out, extras))
     return fetch
 

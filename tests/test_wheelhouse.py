@@ -133,3 +133,50 @@ def test_install_text_installs_offline_beside_the_nodes_own_packages(tmp_path):
     text = wheelhouse.install_text(tmp_path / "wheelhouse", ("linrax", "qpax"))
     assert "--system-site-packages" in text and "--no-index" in text
     assert "'contactbench[linrax,qpax]'" in text and "--find-links wheelhouse" in text
+
+
+def test_only_a_pure_python_wheel_built_here_serves_the_node():
+    assert wheelhouse.is_pure("linrax-0.3.0-py3-none-any.whl")
+    assert wheelhouse.is_pure("locket-1.0.0-py2.py3-none-any.whl")
+    assert not wheelhouse.is_pure("tornado-6.6.1-cp311-abi3-manylinux1_x86_64.whl")
+    assert not wheelhouse.is_pure("cffi-2.1.1-cp311-cp311-linux_x86_64.whl")
+    assert not wheelhouse.is_pure("old-1.0-py2-none-any.whl")
+
+
+def test_a_package_without_a_wheel_is_built_here_only_if_pure_python(tmp_path, monkeypatch):
+    """``build``'s fallback, with pip replaced by a fake that writes wheel files: the batch
+    download fails, each package is fetched alone, and one published without a wheel for the
+    node is built here; a pure-Python build is kept, one built for this machine's Python is
+    removed and named in the error (it would not run on the node)."""
+    from pathlib import Path
+
+    pins = {"aaa": "1.0", "bbb": "2.0"}
+    monkeypatch.setattr(wheelhouse, "needed", lambda *a, **k: {"contactbench": "0.1.0", **pins})
+    built_tag = {"bbb": "py3-none-any"}
+
+    def fake_run(command, **kwargs):
+        out = Path(command[command.index("-w" if "wheel" in command else "-d") + 1])
+        out.mkdir(parents=True, exist_ok=True)
+        reqs = [a for a in command if "==" in a]
+        if "wheel" in command and not reqs:  # contactbench's own wheel
+            (out / "contactbench-0.1.0-py3-none-any.whl").write_text("")
+        elif "download" in command:
+            if len(reqs) > 1 or reqs == ["bbb==2.0"]:
+                return subprocess.CompletedProcess(command, 1)  # bbb has no wheel for the node
+            (out / "aaa-1.0-cp312-cp312-manylinux_2_17_x86_64.whl").write_text("")
+        else:  # pip wheel --no-binary bbb: built here
+            (out / f"bbb-2.0-{built_tag['bbb']}.whl").write_text("")
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(wheelhouse.subprocess, "run", fake_run)
+    out = tmp_path / "wh"
+    fetched = wheelhouse.build(out, ("linrax",), "3.12", set(), Path("."))
+    assert fetched == pins
+    assert sorted(p.name for p in out.glob("*.whl")) == [
+        "aaa-1.0-cp312-cp312-manylinux_2_17_x86_64.whl", "bbb-2.0-py3-none-any.whl", "contactbench-0.1.0-py3-none-any.whl"]
+    assert (out / "INSTALL.txt").exists()
+    built_tag["bbb"] = "cp311-cp311-linux_x86_64"
+    out2 = tmp_path / "wh2"
+    with pytest.raises(WheelhouseError, match=r"bbb==2.0: no wheel for Python 3.12"):
+        wheelhouse.build(out2, ("linrax",), "3.12", set(), Path("."))
+    assert not list(out2.glob("bbb-*.whl")) and not (out2 / "INSTALL.txt").exists()
