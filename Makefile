@@ -27,7 +27,7 @@ run: $(STAMP)
 ## test: the whole test suite: in parallel on every core (pytest-xdist), then the tests
 ## marked `serial` alone (they time things or load the whole machine).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n auto -m "not serial" --durations=15
+	$(BIN)/python -m pytest -q -n auto --dist worksteal -m "not serial" --durations=15
 	$(BIN)/python -m pytest -q -m serial
 
 ## bench: the pytest-benchmark benchmarks, timed, as JSON in results/benchmarks.json.
