@@ -58,7 +58,34 @@ DASK_CONFIG = {
     "distributed.scheduler.worker-saturation": 1.0,
     # every worker runs ``bench.dask_worker.dask_setup`` when it starts (quiet shutdown, warm pools)
     "distributed.worker.preload": ["bench.dask_worker"],
+    # the reference answers scattered to every worker stay on every worker: the Active Memory
+    # Manager (ReduceReplicas, every 2 s) would drop all copies but one, and the cells that
+    # need them were cancelled ("lost", unwritten) when that one's worker died
+    "distributed.scheduler.active-memory-manager.start": False,
 }
+
+
+@contextlib.contextmanager
+def replicas_kept(client):
+    """While the block runs, the scheduler of ``client`` keeps every replica of scattered
+    data: its Active Memory Manager is stopped (and started again after, if it ran). A run
+    scatters its reference answers to every worker (``references``) so that a copy survives
+    a worker that dies; on a cluster not started here (``--scheduler``), the manager would
+    reduce them to one. (Stopping it holds for the whole cluster while the run lasts.)"""
+    try:
+        running = bool(client.amm.running())
+    except Exception:  # noqa: BLE001 - a scheduler without the manager keeps replicas anyway
+        running = False
+    if running:
+        client.amm.stop()
+    try:
+        yield
+    finally:
+        if running:
+            try:
+                client.amm.start()
+            except Exception:  # noqa: BLE001 - the scheduler is gone: nothing to restore
+                pass
 
 
 def connect(scheduler: str | None = None, workers: int = 1, resources: dict[str, float] | None = None,

@@ -82,6 +82,7 @@ def run_cells(cells: list[Cell], run_dir: Path, run_id: str, *, timeout: float =
     with contextlib.ExitStack() as stack:
         if client is None:
             client = stack.enter_context(cluster.embedded(workers=1, resources=cluster.local_resources(cells)))
+        stack.enter_context(cluster.replicas_kept(client))  # the scattered answers stay on every worker
         return _run_on(client, cells, run_dir, run_id, timeout=timeout, stall=stall, resume=resume,
                        cache_dir=cache_dir, on_start=on_start, on_done=on_done, exclusive=exclusive)
 

@@ -546,3 +546,30 @@ def test_cell_processes_start_with_their_worker_and_the_cells_run_in_them(tmp_pa
         assert list(started) == ["float32"] and started["float32"][1]
         cluster.warm_pools(plain, ["float32"])  # already there: the same process
         assert list(plain.run(_pool_processes).values()) == [started]
+
+
+def test_a_run_keeps_its_scattered_answers_on_every_worker(loopback):
+    """Reference answers are scattered to every worker so that a copy survives a worker that
+    dies. A scheduler's Active Memory Manager (on by default) drops all copies but one
+    within seconds, and a CI run then lost the four cells whose only copy was on the
+    killed worker (cancelled, unwritten). While ``replicas_kept`` holds, every copy stays;
+    after it the manager runs again as before. The embedded cluster runs without it."""
+    import numpy as np
+    from distributed import Client
+
+    address, _procs = loopback
+    with Client(address, timeout="30s") as client:
+        assert client.amm.running()  # the loopback scheduler: Dask's defaults
+        with cluster.replicas_kept(client):
+            assert not client.amm.running()
+            kept = client.scatter(np.arange(1000.0), hash=False, broadcast=True)
+            time.sleep(5)  # two and a half of the manager's intervals, were it running
+            assert len(client.who_has(kept)[kept.key]) == 2
+        assert client.amm.running()
+        reduced = client.scatter(np.arange(1000.0), hash=False, broadcast=True)
+        deadline = time.monotonic() + 20
+        while len(client.who_has(reduced)[reduced.key]) > 1 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert len(client.who_has(reduced)[reduced.key]) == 1  # what the run is kept from
+    with cluster.embedded(workers=1) as local:
+        assert not local.amm.running()
