@@ -111,15 +111,34 @@ def is_pure(wheel_name: str) -> bool:
     return abi == "none" and platform == "any" and any(tag.startswith("py3") for tag in python.split("."))
 
 
-def fetch_commands(pins: dict[str, str], out: Path, python_version: str, python: str = sys.executable) -> list[list[str]]:
-    """The pip commands that fetch ``pins`` (``{name: version}``) as wheels for the node into
+def download_command(pins: dict[str, str], out: Path, python_version: str) -> list[str]:
+    """The pip command that fetches ``pins`` (``{name: version}``) as wheels for the node into
     ``out``: one ``pip download`` of them all, binary only, no dependencies."""
-    if not pins:
-        return []
     platforms = [arg for tag in PLATFORMS for arg in ("--platform", tag)]
-    return [[python, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", "--python-version",
-             python_version, "--implementation", "cp", *platforms, "-d", str(out),
-             *(f"{name}=={version}" for name, version in pins.items())]]
+    return [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", "--python-version",
+            python_version, "--implementation", "cp", *platforms, "-d", str(out),
+            *(f"{name}=={version}" for name, version in pins.items())]
+
+
+def _wheels_of(name: str, out: Path) -> list[Path]:
+    """The wheel files of distribution ``name`` (canonical) in ``out``."""
+    return [p for p in out.glob("*.whl") if canonical(p.name.split("-")[0]) == name]
+
+
+def _fetch_or_build(name: str, version: str, out: Path, python_version: str) -> None:
+    """``name==version`` alone into ``out``: fetched as the node's wheel, else built here from
+    its source if the result is pure Python; a build for this machine's Python is removed and
+    ``WheelhouseError`` raised (it would not run on the node)."""
+    if subprocess.run(download_command({name: version}, out, python_version)).returncode == 0:
+        return
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-binary", name,
+                            "-w", str(out), f"{name}=={version}"]).returncode == 0
+    foreign = [p for p in _wheels_of(name, out) if not is_pure(p.name)]
+    for wheel in foreign:
+        wheel.unlink()
+    if not built or foreign or not _wheels_of(name, out):
+        raise WheelhouseError(f"{name}=={version}: no wheel for Python {python_version} on x86-64 Linux, "
+                              f"and no pure-Python one could be built here")
 
 
 def install_text(out: Path, extras: tuple[str, ...]) -> str:
@@ -145,32 +164,20 @@ def build(out: Path, extras: tuple[str, ...], python_version: str, have: set[str
     fetch = {name: version for name, version in pins.items() if name not in have}
     for name, version in pins.items():
         print(f"{name}=={version}" + ("  (the node has it)" if name in have else ""))
-    commands = [[sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(project)],
-                *fetch_commands(fetch, out, python_version)]
+    commands = [[sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(project)]]
+    if fetch:
+        commands.append(download_command(fetch, out, python_version))
     if dry_run:
         for command in commands:
             print(" ".join(command))
         return fetch
     out.mkdir(parents=True, exist_ok=True)
     subprocess.run(commands[0], check=True)
-    if len(commands) > 1 and subprocess.run(commands[1]).returncode != 0:
-        # a pure-Python package published without a wheel: build it here, then fetch the rest
-        got = {canonical(p.name.split("-")[0]) for p in out.glob("*.whl")}
+    if fetch and subprocess.run(commands[1]).returncode != 0:
+        # a package published without a wheel for the node: each alone, built here if pure Python
         for name, version in fetch.items():
-            if name in got:
-                continue
-            one = fetch_commands({name: version}, out, python_version)[0]
-            if subprocess.run(one).returncode == 0:
-                continue
-            built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-binary", name,
-                                    "-w", str(out), f"{name}=={version}"]).returncode == 0
-            wheels = [p for p in out.glob("*.whl") if canonical(p.name.split("-")[0]) == name]
-            if not built or not wheels or not all(is_pure(p.name) for p in wheels):
-                for wheel in wheels:
-                    if not is_pure(wheel.name):  # built for this machine's Python, not the node's
-                        wheel.unlink()
-                raise WheelhouseError(f"{name}=={version}: no wheel for Python {python_version} on x86-64 Linux, "
-                                      f"and no pure-Python one could be built here")
+            if not _wheels_of(name, out):
+                _fetch_or_build(name, version, out, python_version)
     (out / "INSTALL.txt").write_text(install_text(out, extras))
     return fetch
 
@@ -189,7 +196,10 @@ def main(argv: list[str] | None = None) -> int:
     if not re.fullmatch(r"3\.\d+(\.\d+)?", args.python_version):
         parser.error(f"--python-version: expected a CPython version such as 3.12, got {args.python_version!r}")
     extras = tuple(e.strip() for e in args.extras.split(",") if e.strip())
-    known = metadata.metadata(ROOT).get_all("Provides-Extra") or []
+    try:
+        known = metadata.metadata(ROOT).get_all("Provides-Extra") or []
+    except metadata.PackageNotFoundError:
+        parser.error(f"{ROOT} is not installed in this Python ({sys.executable}): run make install first")
     unknown = [e for e in extras if e not in known]
     if unknown:
         parser.error(f"--extras: unknown extra(s) {unknown}; expected some of {sorted(known)}")
