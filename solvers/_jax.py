@@ -35,6 +35,42 @@ def piece_joiner(skip: int):
     return jax.jit(join)
 
 
+@functools.cache
+def batch_padder(size: int):
+    """A jitted ``pad(arrays)``: each array (batch axis first, fewer than ``size`` rows) with
+    its last row repeated up to ``size`` rows, all in one dispatch (one small program per
+    input shapes)."""
+    import jax.numpy as jnp
+
+    return import_jax().jit(lambda arrays: tuple(
+        jnp.concatenate([a, jnp.repeat(a[-1:], size - a.shape[0], axis=0)]) for a in arrays))
+
+
+@functools.cache
+def batch_trimmer(n: int):
+    """A jitted ``trim(outputs)``: the first ``n`` rows of every array of ``outputs`` (a pytree
+    of arrays, batch axis first), in one dispatch."""
+    jax = import_jax()
+    return jax.jit(lambda outputs: jax.tree_util.tree_map(lambda o: o[:n], outputs))
+
+
+#: a batch solved at once is padded to ``batch_bucket``'s size: at most this many sizes per
+#: doubling of the batch (a power of two; at most 1/8 more cases than it has)
+BUCKETS_PER_OCTAVE = 8
+
+
+def batch_bucket(n: int) -> int:
+    """The number of cases a batch of ``n`` is solved as when solved at once: ``n`` rounded up
+    to one of ``BUCKETS_PER_OCTAVE`` sizes per power of two (``n`` itself up to 16, then 18,
+    20, ..., 32, 36, ...; every power of two is one). Batches whose sizes vary from call to
+    call (the exits of the scenes LP-1 found supported, a controller's contact sets) then
+    share a few compiled programs instead of compiling one per size: linrax-hold's planar
+    exits compiled for about 1.8 s per call of ``bench.hold.check_batch`` whose supported
+    count differed from the call before, against milliseconds for the solve."""
+    step = 1 << max(0, int(n).bit_length() - BUCKETS_PER_OCTAVE.bit_length())  # (a power of two)
+    return -(-int(n) // step) * step
+
+
 def piece_bounds(n: int, chunk: int) -> list[tuple[int, int]]:
     """``(begin, skip)`` of each piece of ``chunk`` cases that covers a batch of ``n > chunk``:
     pieces start every ``chunk`` cases, and the last one is a full piece ending at ``n`` (it
@@ -280,7 +316,7 @@ class JaxBatchedAdapter:
         batch (linrax-hold: by its tableaux on a CPU)."""
         return int(self.settings.get("chunk") or 0) if most is None else int(most)
 
-    def chunked(self, solve, arrays, chunk: int | None = None, wait: bool = True):
+    def chunked(self, solve, arrays, chunk: int | None = None, wait: bool = True, trim: bool = True):
         """``solve(*arrays)`` (a jitted, vmapped function of arrays with one leading batch axis)
         in pieces of ``chunk`` cases (default: the ``chunk`` setting; 0: at once), blocked until
         ready once, after the last piece (``wait``; without it the outputs are returned as
@@ -299,13 +335,24 @@ class JaxBatchedAdapter:
         concatenating each output eagerly cost 10-20% of linrax-hold's planar exit batches.
         Every piece is dispatched before any is waited for, so the host queues the next piece
         while the device solves one (on a GPU, blocking after each piece left it idle for the
-        host's dispatch of the next)."""
+        host's dispatch of the next).
+
+        A batch solved in one piece is padded by repeating its last case up to
+        ``batch_bucket(n)`` cases (at most ``chunk``), and its outputs trimmed back to ``n``
+        rows (``trim``; without it the caller gets the padded rows too: linrax-hold's lean exits
+        read their scenes' rows by index, and a trimmed scene batch would compile the exits'
+        program once per scene count). The padded cases are real ones solved twice; each case's
+        answer is its own, as in the last piece above."""
         jax = import_jax()
         chunk = int(self.settings.get("chunk") or 0) if chunk is None else int(chunk)
         n = arrays[0].shape[0]
         ready = jax.block_until_ready if wait else (lambda out: out)
         if chunk <= 0 or n <= chunk:
-            return ready(solve(*arrays))
+            size = batch_bucket(n) if chunk <= 0 else min(batch_bucket(n), chunk)
+            if size == n:
+                return ready(solve(*arrays))
+            out = solve(*batch_padder(size)(tuple(arrays)))
+            return ready(batch_trimmer(n)(out) if trim else out)
         import numpy as np
 
         size = piece_size(n, chunk)

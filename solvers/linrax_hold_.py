@@ -527,7 +527,8 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         parts = []
         if len(warm_at) and shared is not None:
             pieces = self._exit_chunk(problem)
-            scenes = self.chunked(self._jitted("exit-scene", self.one_exit_scene), shared.scenes, pieces, wait=False)
+            scenes = self.chunked(self._jitted("exit-scene", self.one_exit_scene), shared.scenes, pieces, wait=False,
+                                  trim=False)  # (read by index: padded rows are never read)
             per_exit = shared.per_exit if own else take(shared.per_exit, (warm_at,) * len(shared.per_exit))
             lean_fn = self._jitted("exit-lean", self.one_lean_exit, in_axes=(None, 0, 0, 0, 0))
             parts.append((warm_at, self.chunked(lambda *piece: lean_fn(scenes, *piece), per_exit, pieces)))

@@ -572,13 +572,14 @@ def test_neighbours_compared_in_their_leading_columns_are_the_views_compared(cas
 @given(st.integers(1, 40), st.integers(0, 48))
 def test_a_batch_solved_in_pieces_is_the_batch_solved_at_once(n, chunk):
     """``JaxBatchedAdapter.chunked``: every piece has ``piece_size(n, chunk)`` cases (the last
-    one overlaps the one before it and keeps only its new cases); each row of every output
+    one overlaps the one before it and keeps only its new cases), a batch in one piece
+    ``batch_bucket(n)`` (its last case repeated, at most ``chunk``); each row of every output
     comes from its own case, once, in order, whatever ``n`` and ``chunk``."""
     _jax_ready("linrax-hold")
     import jax
     import jax.numpy as jnp
 
-    from solvers._jax import JaxBatchedAdapter, piece_size
+    from solvers._jax import JaxBatchedAdapter, batch_bucket, piece_size
 
     sizes = []
 
@@ -596,7 +597,8 @@ def test_a_batch_solved_in_pieces_is_the_batch_solved_at_once(n, chunk):
     for got, want in zip(pieces, whole):
         assert got.shape == want.shape
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
-    assert set(sizes) == ({n} if chunk == 0 or n <= chunk else {piece_size(n, chunk)})  # one compiled shape
+    at_once = batch_bucket(n) if chunk == 0 else min(batch_bucket(n), chunk)
+    assert set(sizes) == ({at_once} if chunk == 0 or n <= chunk else {piece_size(n, chunk)})  # one compiled shape
     assert len(sizes) == (1 if chunk == 0 or n <= chunk else -(-n // chunk))
 
 
@@ -875,3 +877,20 @@ def test_a_jax_adapters_timed_run_places_no_host_array(spec, family, monkeypatch
     monkeypatch.setattr(jax, "device_put", refused)
     solution = adapter.finish(adapter.run(prepared), prepared)
     assert len(solution.x) == len(batch) and np.isfinite(solution.x).any()
+
+
+@given(st.integers(0, 1 << 40))
+def test_a_batch_at_once_is_padded_to_one_of_eight_sizes_per_doubling(n):
+    """``batch_bucket``: never fewer cases than the batch, at most 1/8 more (none up to 16 and
+    at a power of two), non-decreasing, and eight sizes at most between two powers of two, so
+    batches whose sizes vary share their compiled programs."""
+    from solvers._jax import BUCKETS_PER_OCTAVE, batch_bucket
+
+    size = batch_bucket(n)
+    assert n <= size <= n + n // BUCKETS_PER_OCTAVE
+    assert size == n if n <= 16 or n & (n - 1) == 0 else size >= n
+    assert batch_bucket(n + 1) >= size and batch_bucket(size) == size
+    low = 1 << max(n.bit_length() - 1, 0)  # the octave [low, 2 low) that n is in
+    sizes = {batch_bucket(m) for m in range(low, 2 * low)} if low <= 1 << 12 else \
+        {batch_bucket(low + (low * i) // 64) for i in range(64)}
+    assert len(sizes - {2 * low}) <= BUCKETS_PER_OCTAVE  # (the top of an octave rounds up to the next power)

@@ -480,3 +480,47 @@ def test_exits_from_lp1_place_their_own_arrays_only_for_the_exits_solved_on_thei
     for got, expected in zip(rounds.run(fresh), rounds.run(placed_first)):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
     assert fresh[1][1]._placed is not None
+
+
+@pytest.mark.needs("linrax-hold")
+def test_check_batch_on_a_new_count_of_held_scenes_reuses_the_exits_compiled_program(monkeypatch):
+    """One adapter, two calls of ``check_batch`` whose LP-1 holds a different number of scenes
+    (so a different number of exit LPs): with both counts in one ``batch_bucket``, the lean
+    exits' program is traced once, not once per call (each new count compiled it again, about
+    1.8 s of a call whose solves take milliseconds), and the second call's answers are those a
+    fresh adapter gives."""
+    from problems.hold import SceneBatch
+    from solvers._jax import batch_bucket
+
+    adapter = solvers.get("linrax-hold", dtype="float32")
+    traced = []
+    lean = type(adapter).one_lean_exit
+
+    def counted(self, *args, **kwargs):
+        traced.append(1)
+        return lean(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(adapter), "one_lean_exit", counted)
+    reference = solvers.get("highs")  # (which seed's held count leaves room in its buckets)
+    for seed in range(20):
+        scenes = margins_module.scenes_of("planar-box", {}, 40, seed)
+        held = np.flatnonzero(check_batch(scenes, reference, margin=False).verdict == "supported")
+        k = len(held)
+        # j held scenes replaced by an unsupported one: fewer scenes and exits, in the same buckets
+        j = next((j for j in range(1, k) if batch_bucket(k - j) == batch_bucket(k)
+                  and batch_bucket(6 * (k - j)) == batch_bucket(6 * k)), None)
+        if j is not None:
+            break
+    first = check_batch(scenes, adapter)
+    assert np.array_equal(np.flatnonzero(first.verdict == "supported"), held)
+    dropped = np.flatnonzero(first.verdict == "unsupported")[0]
+    keep = np.arange(40)
+    keep[held[:j]] = dropped
+    fewer = SceneBatch(scenes.W[keep], scenes.need[keep], scenes.limit_B[keep], scenes.limit_fmax[keep])
+    assert len(traced) == 1
+    second = check_batch(fewer, adapter)
+    assert (second.verdict == "supported").sum() == k - j  # a new count of held scenes and exits
+    assert len(traced) == 1  # ... and no new trace of the exits
+    fresh = check_batch(fewer, solvers.get("linrax-hold", dtype="float32"))
+    np.testing.assert_array_equal(second.exits, fresh.exits)
+    np.testing.assert_array_equal(second.margin, fresh.margin)
