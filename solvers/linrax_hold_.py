@@ -527,17 +527,20 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         parts = []
         if len(warm_at) and shared is not None:
             pieces = self._exit_chunk(problem)
+            # every batch here varies in size with LP-1's answers: padded to a bucket, so that
+            # a new count of exits reuses the programs (chunked's ``bucket``)
             scenes = self.chunked(self._jitted("exit-scene", self.one_exit_scene), shared.scenes, pieces, wait=False,
-                                  trim=False)  # (read by index: padded rows are never read)
+                                  bucket=True, trim=False)  # (read by index: padded rows are never read)
             per_exit = shared.per_exit if own else take(shared.per_exit, (warm_at,) * len(shared.per_exit))
             lean_fn = self._jitted("exit-lean", self.one_lean_exit, in_axes=(None, 0, 0, 0, 0))
-            parts.append((warm_at, self.chunked(lambda *piece: lean_fn(scenes, *piece), per_exit, pieces)))
+            parts.append((warm_at, self.chunked(lambda *piece: lean_fn(scenes, *piece), per_exit, pieces,
+                                                bucket=True)))
         elif len(warm_at):
             arrays = unplaced.placed() if unplaced is not None else arrays
             warm_fn = self._jitted("warm", self.one_warm_exit)
             starts = [*arrays[:5], basis] if own else \
                 list(take((*arrays[:5], basis), (warm_at,) * 5 + (group[warm_at],)))
-            parts.append((warm_at, self.chunked(warm_fn, starts, self.piece(problem))))
+            parts.append((warm_at, self.chunked(warm_fn, starts, self.piece(problem), bucket=True)))
         if len(warm_at):
             # a warm start that does not end optimal is solved again cold (never worse than cold)
             cold_at = np.union1d(cold_at, warm_at[np.asarray(parts[0][1][3]) != 3])
@@ -545,7 +548,8 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
                 return tuple(parts[0][1])
         if len(cold_at):
             rows = unplaced.rows(cold_at) if unplaced is not None else take(arrays, (cold_at,) * len(arrays))
-            parts.append((cold_at, self.chunked(self._compiled(False, bounded), list(rows), self.piece(problem))))
+            parts.append((cold_at, self.chunked(self._compiled(False, bounded), list(rows), self.piece(problem),
+                                                bucket=True)))
         dtype = np.dtype(self.dtype)
         out = (jnp.zeros((B, n), dtype), jnp.asarray(y_eq_, dtype), jnp.asarray(y_ub_, dtype),
                jnp.zeros(B, jnp.int32), jnp.full(B, -1, jnp.int32),  # certified: code 0, infeasible

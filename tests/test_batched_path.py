@@ -569,12 +569,13 @@ def test_neighbours_compared_in_their_leading_columns_are_the_views_compared(cas
     assert _mark_unlike_neighbours(probed, (block,), most=cases) and np.array_equal(probed, expected)
 
 
-@given(st.integers(1, 40), st.integers(0, 48))
-def test_a_batch_solved_in_pieces_is_the_batch_solved_at_once(n, chunk):
+@given(st.integers(1, 40), st.integers(0, 48), st.booleans())
+def test_a_batch_solved_in_pieces_is_the_batch_solved_at_once(n, chunk, bucket):
     """``JaxBatchedAdapter.chunked``: every piece has ``piece_size(n, chunk)`` cases (the last
-    one overlaps the one before it and keeps only its new cases), a batch in one piece
-    ``batch_bucket(n)`` (its last case repeated, at most ``chunk``); each row of every output
-    comes from its own case, once, in order, whatever ``n`` and ``chunk``."""
+    one overlaps the one before it and keeps only its new cases), a batch in one piece ``n``
+    cases, or with ``bucket`` ``batch_bucket(n)`` (its last case repeated, at most ``chunk``);
+    each row of every output comes from its own case, once, in order, whatever ``n`` and
+    ``chunk``."""
     _jax_ready("linrax-hold")
     import jax
     import jax.numpy as jnp
@@ -593,11 +594,11 @@ def test_a_batch_solved_in_pieces_is_the_batch_solved_at_once(n, chunk):
     sizes.clear()
     adapter = JaxBatchedAdapter.__new__(JaxBatchedAdapter)
     adapter.settings = {"chunk": chunk}
-    pieces = adapter.chunked(solve, (a, b))
+    pieces = adapter.chunked(solve, (a, b), bucket=bucket)
     for got, want in zip(pieces, whole):
         assert got.shape == want.shape
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
-    at_once = batch_bucket(n) if chunk == 0 else min(batch_bucket(n), chunk)
+    at_once = n if not bucket else batch_bucket(n) if chunk == 0 else min(batch_bucket(n), chunk)
     assert set(sizes) == ({at_once} if chunk == 0 or n <= chunk else {piece_size(n, chunk)})  # one compiled shape
     assert len(sizes) == (1 if chunk == 0 or n <= chunk else -(-n // chunk))
 
