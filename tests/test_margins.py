@@ -511,6 +511,7 @@ def test_check_batch_on_a_new_count_of_held_scenes_reuses_the_exits_compiled_pro
                   and batch_bucket(6 * (k - j)) == batch_bucket(6 * k)), None)
         if j is not None:
             break
+    assert j is not None, "no seed of 20 gives two held counts in one bucket"
     first = check_batch(scenes, adapter)
     assert np.array_equal(np.flatnonzero(first.verdict == "supported"), held)
     dropped = np.flatnonzero(first.verdict == "unsupported")[0]
