@@ -352,7 +352,9 @@ class JaxBatchedAdapter:
         n = arrays[0].shape[0]
         ready = jax.block_until_ready if wait else (lambda out: out)
         if chunk <= 0 or n <= chunk:
-            size = n if not bucket else batch_bucket(n) if chunk <= 0 else min(batch_bucket(n), chunk)
+            size = batch_bucket(n) if bucket else n
+            if chunk > 0:  # (n <= chunk here: only a bucket can pass it)
+                size = min(size, chunk)
             if size == n:
                 return ready(solve(*arrays))
             out = solve(*batch_padder(size)(tuple(arrays)))
