@@ -71,6 +71,20 @@ def batch_bucket(n: int) -> int:
     return -(-int(n) // step) * step
 
 
+def at_once_size(n: int, chunk: int, bucket: bool) -> int | None:
+    """How many cases ``JaxBatchedAdapter.chunked`` solves a batch of ``n`` as when it solves
+    it in one piece (``chunk <= 0`` or ``n <= chunk``): ``n``, or with ``bucket``
+    ``batch_bucket(n)`` (at most ``chunk`` where ``chunk > 0``); None when it cuts the batch in
+    pieces. A caller that pads its host arrays to this size (linrax-hold's lean exits) has the
+    batch solved as it is, with no padding program compiled for ``n`` on the device. For
+    ``n >= 1`` the size of a batch of this size is itself."""
+    n, chunk = int(n), int(chunk)
+    if chunk > 0 and n > chunk:
+        return None
+    size = batch_bucket(n) if bucket else n
+    return min(size, chunk) if chunk > 0 else size
+
+
 def piece_bounds(n: int, chunk: int) -> list[tuple[int, int]]:
     """``(begin, skip)`` of each piece of ``chunk`` cases that covers a batch of ``n > chunk``:
     pieces start every ``chunk`` cases, and the last one is a full piece ending at ``n`` (it
@@ -351,10 +365,8 @@ class JaxBatchedAdapter:
         chunk = int(self.settings.get("chunk") or 0) if chunk is None else int(chunk)
         n = arrays[0].shape[0]
         ready = jax.block_until_ready if wait else (lambda out: out)
-        if chunk <= 0 or n <= chunk:
-            size = batch_bucket(n) if bucket else n
-            if chunk > 0:  # (n <= chunk here: only a bucket can pass it)
-                size = min(size, chunk)
+        size = at_once_size(n, chunk, bucket)
+        if size is not None:
             if size == n:
                 return ready(solve(*arrays))
             out = solve(*batch_padder(size)(tuple(arrays)))
@@ -376,6 +388,9 @@ class JaxBatchedAdapter:
 
         problem, _ = prepared
         x, y_eq, y_ub, code, iterations = (np.asarray(a) for a in raw[:5])  # (an adapter may add outputs)
+        B = len(problem.c)
+        if len(x) > B:  # rows past the batch's are a bucket's padding (linrax-hold's lean exits)
+            x, y_eq, y_ub, code, iterations = x[:B], y_eq[:B], y_ub[:B], code[:B], iterations[:B]
         if x.dtype != np.dtype(self.dtype):
             raise AssertionError(f"{self.NAME} computed in {x.dtype}, expected {self.dtype}")
         status, native = self.status_of(code)

@@ -434,13 +434,18 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         _mark_unlike_neighbours(new, (Leading(problem.c, problem.n - 1), *_but_last_column(problem)))
         first = np.flatnonzero(new)
         group = (np.cumsum(new) - 1).astype(np.int32)
-        size = _jax.piece_size(max(warm, 1), self._exit_chunk(problem) or max(warm, 1)) \
-            if _pads_its_scenes(problem) else 1
-        if len(first) % size:
-            first = np.concatenate([first, np.full(size - len(first) % size, first[-1])])
+        chunk = self._exit_chunk(problem)
+        size = _jax.piece_size(max(warm, 1), chunk or max(warm, 1)) if _pads_its_scenes(problem) else 1
+        first = _padded_rows(first, -(-len(first) // size) * size)
+        # both batches padded here to the size ``_warm_then_cold`` solves them as (chunked's
+        # ``bucket``): a new count of exits then compiles nothing, where padding on the device
+        # compiled a padding program per count (and a trimming one), 0.15 of a planar call's 0.18 s
+        first = _padded_rows(first, _jax.at_once_size(len(first), chunk, bucket=True))
+        rows = _padded_rows(np.arange(B), _jax.at_once_size(B, chunk, bucket=True))
         scenes = (problem.c[first, :-1], problem.A_eq[first, :, :-1], problem.b_eq[first], problem.A_ub[first, :, :-1],
                   problem.b_ub[first])
-        per_exit = (problem.A_eq[:, :, -1], problem.A_ub[:, :, -1], problem.c[:, -1])
+        group = group[rows]
+        per_exit = (problem.A_eq[rows, :, -1], problem.A_ub[rows, :, -1], problem.c[rows, -1])
         f, i = self.dtype, np.int32
         scene_arrays, scene_types = (*scenes, starts[scene_of_exit[first]]), (f,) * len(scenes) + (i,)
         exit_parts, exit_types = (group, *per_exit), (i,) + (f,) * len(per_exit)
@@ -486,7 +491,9 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         group's Farkas certificate valid (``a_last @ y <= 0``) is answered infeasible with it,
         unsolved; the others are solved cold. Prepared by ``prepare_exits_from``, each LP starts
         from its own LP-1 basis instead (no phase 1). Returns ``(x, y_eq, y_ub, code,
-        iterations, basis)``: the last the final bases (what ``prepare_exits_from`` reads)."""
+        iterations, basis)``: the last the final bases (what ``prepare_exits_from`` reads). Lean
+        exits (``SharedExits``) may return more rows than LPs, a bucket's padding after the
+        batch's own, which ``collect`` drops."""
         problem, (bounded, arrays, warm) = prepared
         if warm is None:
             return super().run((problem, (bounded, arrays)))
@@ -527,10 +534,12 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         parts = []
         if len(warm_at) and shared is not None:
             pieces = self._exit_chunk(problem)
-            # every batch here varies in size with LP-1's answers: padded to a bucket, so that
-            # a new count of exits reuses the programs (chunked's ``bucket``)
+            # every batch here varies in size with LP-1's answers: solved as a bucket's size, so
+            # that a new count of exits reuses the programs (chunked's ``bucket``). The scenes and
+            # the exits come padded to it (``_shared_exits``); a subset of the exits (not ``own``)
+            # is padded by chunked. Scenes are read by index: their padded rows never are.
             scenes = self.chunked(self._jitted("exit-scene", self.one_exit_scene), shared.scenes, pieces, wait=False,
-                                  bucket=True, trim=False)  # (read by index: padded rows are never read)
+                                  bucket=True, trim=False)
             per_exit = shared.per_exit if own else take(shared.per_exit, (warm_at,) * len(shared.per_exit))
             lean_fn = self._jitted("exit-lean", self.one_lean_exit, in_axes=(None, 0, 0, 0, 0))
             parts.append((warm_at, self.chunked(lambda *piece: lean_fn(scenes, *piece), per_exit, pieces,
@@ -543,8 +552,9 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
             parts.append((warm_at, self.chunked(warm_fn, starts, self.piece(problem), bucket=True)))
         if len(warm_at):
             # a warm start that does not end optimal is solved again cold (never worse than cold)
-            cold_at = np.union1d(cold_at, warm_at[np.asarray(parts[0][1][3]) != 3])
-            if own and not len(cold_at):  # every LP warm and optimal: its answers are the batch's
+            code = np.asarray(parts[0][1][3])[:len(warm_at)]  # (lean exits' own rows: padded ones after)
+            cold_at = np.union1d(cold_at, warm_at[code != 3])
+            if own and not len(cold_at):  # every LP warm and optimal: its answers are the batch's (padded)
                 return tuple(parts[0][1])
         if len(cold_at):
             rows = unplaced.rows(cold_at) if unplaced is not None else take(arrays, (cold_at,) * len(arrays))
@@ -883,7 +893,9 @@ class SharedExits(NamedTuple):
     ``_shared_exits``), on the device: ``scenes``, per group (G rows) the exit LP without its
     ``t`` column and the start basis, ``(c (G, k), A_eq (G, d, k), b_eq (G, d), A_ub (G, 1+L,
     k), b_ub (G, 1+L), basis (G, d+1+L))``; ``per_exit``, per exit LP (B rows), ``(group (B,),
-    t column of A_eq (B, d), of A_ub (B, 1+L), cost of t (B,))``."""
+    t column of A_eq (B, d), of A_ub (B, 1+L), cost of t (B,))``. Both are padded by their
+    last row to the size they are solved as (``_jax.at_once_size``; unpadded where solved in
+    pieces), so ``G`` and ``B`` here may exceed the groups and the exit LPs."""
 
     scenes: tuple
     per_exit: tuple
@@ -917,16 +929,27 @@ def exit_starts(lp1_basis: np.ndarray, optimal: np.ndarray, k: int, d: int, limi
     return starts, usable
 
 
+def _padded_rows(rows: np.ndarray, size: int | None) -> np.ndarray:
+    """``rows`` (1-D row indices, at least one) with its last entry repeated up to ``size``
+    entries (a batch padded by its last case); ``rows`` itself where ``size`` is None or no
+    larger."""
+    if size is None or size <= len(rows):
+        return rows
+    return np.concatenate([rows, np.full(size - len(rows), rows[-1], dtype=rows.dtype)])
+
+
 @functools.cache
 def _index_ops():
     """``(take, put)``, jitted: ``take(arrays, indices)`` gathers rows ``indices[i]`` of
     ``arrays[i]``; ``put(outs, where, values)`` sets rows ``where`` of every ``outs[i]`` to
-    ``values[i]`` (one dispatch each instead of one per array)."""
+    the first ``len(where)`` rows of ``values[i]`` (rows past them are a bucket's padding),
+    one dispatch each instead of one per array."""
     jax = _jax.import_jax()
     import jax.numpy as jnp
 
     take = jax.jit(lambda arrays, indices: tuple(jnp.take(a, i, axis=0) for a, i in zip(arrays, indices)))
-    put = jax.jit(lambda outs, where, values: tuple(o.at[where].set(v) for o, v in zip(outs, values)))
+    put = jax.jit(lambda outs, where, values: tuple(o.at[where].set(v[:where.shape[0]])
+                                                    for o, v in zip(outs, values)))
     return take, put
 
 

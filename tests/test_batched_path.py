@@ -896,3 +896,23 @@ def test_a_batch_at_once_is_padded_to_one_of_eight_sizes_per_doubling(n):
     sizes = {batch_bucket(m) for m in range(low, 2 * low)} if low <= 1 << 12 else \
         {batch_bucket(low + (low * i) // 64) for i in range(64)}
     assert len(sizes - {2 * low}) <= BUCKETS_PER_OCTAVE  # (the top of an octave rounds up to the next power)
+
+
+@given(st.integers(1, 1 << 20), st.integers(-1, 1 << 16), st.booleans())
+def test_a_batch_padded_to_its_at_once_size_is_solved_as_it_is(n, chunk, bucket):
+    """``at_once_size``: None exactly where ``chunked`` cuts the batch in pieces; otherwise at
+    least the batch, at most ``chunk``, the bucket only with ``bucket``, and a batch already of
+    that size keeps it: linrax-hold pads its lean exits on the host to it, and ``chunked``
+    must then solve them as they are (no padding program compiled on the device per count)."""
+    from solvers._jax import at_once_size, batch_bucket
+
+    size = at_once_size(n, chunk, bucket)
+    if chunk > 0 and n > chunk:
+        assert size is None
+        return
+    assert n <= size and (chunk <= 0 or size <= chunk)
+    expected = batch_bucket(n) if bucket else n
+    if chunk > 0:
+        expected = min(expected, chunk)
+    assert size == expected
+    assert at_once_size(size, chunk, bucket) == size

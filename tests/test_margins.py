@@ -140,7 +140,8 @@ def test_exits_each_from_its_own_lp1_basis_skip_the_gather_and_answer_as_gathere
     """When every exit starts from its own LP-1 basis and ends optimal, ``run`` returns the
     warm answers as they are: no rows gathered, no batch assembled (those eager dispatches
     were 40% of a planar near-boundary exit batch). The answers are the gathered path's, bit
-    for bit."""
+    for bit; the rows past the batch's (the exits come padded to a bucket's size by their last
+    one) are the last exit's answer again, and ``finish`` drops them."""
     import jax.numpy as jnp
 
     from solvers import _jax
@@ -163,9 +164,16 @@ def test_exits_each_from_its_own_lp1_basis_skip_the_gather_and_answer_as_gathere
                                            np.arange(B), warm.usable, np.zeros(B, bool),
                                            np.zeros((B, problem.m_eq)), np.zeros((B, problem.m_ub)), warm.shared)
     assert gathers == [1]
+    assert B == 150 and len(warm.shared.per_exit[0]) == _jax.batch_bucket(B) == 160
     for got, expected in zip(fast, gathered, strict=True):
-        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
-        assert np.asarray(got).dtype == np.asarray(expected).dtype
+        got = np.asarray(got)
+        assert len(got) == 160
+        np.testing.assert_array_equal(got[:B], np.asarray(expected))
+        np.testing.assert_array_equal(got[B:], got[[B - 1] * (160 - B)])
+        assert got.dtype == np.asarray(expected).dtype
+    solution = adapter.finish(fast, prepared)
+    assert len(solution.x) == B
+    np.testing.assert_array_equal(solution.x, np.asarray(fast[0])[:B].astype(np.float64))
 
 
 @needs_hold
@@ -185,7 +193,8 @@ def test_lean_exits_run_in_pieces_of_exit_chunk_with_the_answers_of_one_piece(pi
         _, prepared = prepare_exits(adapter, scenes, held, raw, ("a", "b", "c"))
         assert len(prepared[0].c) > 64  # more exits than a piece of 64
         pieces.clear()
-        answers[str(settings_)] = [np.asarray(a) for a in adapter.run(prepared)]
+        B = len(prepared[0].c)  # (the exits' own rows: solved at once, a bucket's padding follows)
+        answers[str(settings_)] = [np.asarray(a)[:B] for a in adapter.run(prepared)]
         assert pieces == [expected, expected], settings_  # the scenes' program, then the exits'
     first = answers.pop("{'exit_chunk': 64}")
     for other in answers.values():
@@ -483,12 +492,18 @@ def test_exits_from_lp1_place_their_own_arrays_only_for_the_exits_solved_on_thei
 
 
 @pytest.mark.needs("linrax-hold")
-def test_check_batch_on_a_new_count_of_held_scenes_reuses_the_exits_compiled_program(monkeypatch):
+def test_check_batch_on_a_new_count_of_held_scenes_reuses_the_exits_compiled_program(monkeypatch, caplog):
     """One adapter, two calls of ``check_batch`` whose LP-1 holds a different number of scenes
     (so a different number of exit LPs): with both counts in one ``batch_bucket``, the lean
     exits' program is traced once, not once per call (each new count compiled it again, about
-    1.8 s of a call whose solves take milliseconds), and the second call's answers are those a
-    fresh adapter gives."""
+    1.8 s of a call whose solves take milliseconds), the second call compiles no program at
+    all (padding the exits on the device compiled a padding and a trimming program per count:
+    0.18 s of a 200-scene call that otherwise takes 7 ms), and its answers are those a fresh
+    adapter gives."""
+    import logging
+
+    import jax
+
     from problems.hold import SceneBatch
     from solvers._jax import batch_bucket
 
@@ -519,9 +534,12 @@ def test_check_batch_on_a_new_count_of_held_scenes_reuses_the_exits_compiled_pro
     keep[held[:j]] = dropped
     fewer = SceneBatch(scenes.W[keep], scenes.need[keep], scenes.limit_B[keep], scenes.limit_fmax[keep])
     assert len(traced) == 1
-    second = check_batch(fewer, adapter)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="jax"), jax.log_compiles():
+        second = check_batch(fewer, adapter)
     assert (second.verdict == "supported").sum() == k - j  # a new count of held scenes and exits
     assert len(traced) == 1  # ... and no new trace of the exits
+    assert [r.getMessage()[:60] for r in caplog.records if r.getMessage().startswith("Compiling")] == []
     fresh = check_batch(fewer, solvers.get("linrax-hold", dtype="float32"))
     np.testing.assert_array_equal(second.exits, fresh.exits)
     np.testing.assert_array_equal(second.margin, fresh.margin)
