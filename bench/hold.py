@@ -12,6 +12,7 @@ from problems import EXIT_CAP, HoldScene, get_kind
 from problems.hold import SceneBatch, direction_names
 from problems.kinds.checks import row_min
 from solvers import Adapter, ProblemError, check_standard_form, from_spec
+from solvers._jax import padded_index
 from solvers.timing import PreparedSolve
 
 from .verify import DEFAULT_TOLERANCES, Tolerances, verify_exit, verify_lp1
@@ -168,24 +169,32 @@ def check_batch(scenes: "SceneBatch | list[HoldScene]", solver: str | Adapter = 
 
 def _check_block(scenes: SceneBatch, adapter: Adapter, margin: bool, tolerances: Tolerances, cap: float,
                  axes: tuple[str, ...]) -> HoldChecks:
-    """``check_batch`` of ``scenes`` in one block (arguments checked by the caller)."""
+    """``check_batch`` of ``scenes`` in one block (arguments checked by the caller).
+
+    Both batches are solved as ``adapter.batch_size`` cases, padded with copies of their last
+    scene whose answers are dropped: a JAX adapter compiles a program per batch size, so a
+    caller whose scene count (or held count) changes from call to call would compile LP-1
+    (about 2 s for 200 planar scenes here) and the exits again each time. linrax-hold pads
+    its exits itself (``prepare_exits_from``, by exit LP)."""
     S, d, k = scenes.W.shape
-    lp1, ready = prepare_lp1(adapter, scenes)
+    size = adapter.batch_size(S)
+    lp1, ready = prepare_lp1(adapter, scenes if size == S else scenes.take(padded_index(np.arange(S), size)))
     raw = ready.run()
     solution = ready.finish(raw)
     checked = verify_lp1(lp1, solution, tolerances)
-    verdict, delta = checked["verdict"].to_numpy(dtype=object), checked["delta"].to_numpy(dtype=float)
+    verdict, delta = checked["verdict"].to_numpy(dtype=object)[:S], checked["delta"].to_numpy(dtype=float)[:S]
     supported, unsupported = verdict == "supported", verdict == "unsupported"
-    witness = np.where(supported[:, None], solution.x[:, :k], np.nan)
-    certificate = np.where(unsupported[:, None], solution.y_eq, np.nan)
+    witness = np.where(supported[:, None], solution.x[:S, :k], np.nan)
+    certificate = np.where(unsupported[:, None], solution.y_eq[:S], np.nan)
     names = tuple(direction_names(axes))
     exits = np.full((S, 2 * d), np.nan)
     value = np.where(unsupported, -delta, np.nan)
     held = np.flatnonzero(supported)
     if margin and len(held):
-        exit_batch, prepared = prepare_exits(adapter, scenes, held, raw, axes, cap)
+        solved = held if hasattr(adapter, "prepare_exits_from") else padded_index(held, adapter.batch_size(len(held)))
+        exit_batch, prepared = prepare_exits(adapter, scenes, solved, raw, axes, cap)
         checked_exits = verify_exit(exit_batch, adapter.finish(adapter.run(prepared), prepared), tolerances)
-        exits[held] = checked_exits["exit"].to_numpy(dtype=float).reshape(len(held), 2 * d)
+        exits[held] = checked_exits["exit"].to_numpy(dtype=float)[:2 * d * len(held)].reshape(len(held), 2 * d)
         value[held] = row_min(exits[held])
     return HoldChecks(verdict, delta, witness, certificate, names, exits, value)
 

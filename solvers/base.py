@@ -216,6 +216,14 @@ class Adapter:
         parts += [f"{k}={v}" for k, v in sorted(self.overrides.items()) if k not in ("dtype", "device")]
         return f"{self.NAME}[{','.join(parts)}]" if parts else self.NAME
 
+    def batch_size(self, n: int) -> int:
+        """How many cases a caller whose batch sizes vary from call to call (``bench.hold.
+        check_batch``) should solve a batch of ``n`` cases as, padding it with copies of its
+        last case and dropping their answers: ``n`` here, for an adapter that solves each case
+        on its own; a JAX adapter, which compiles a program per batch size, says
+        ``solvers._jax.batch_bucket(n)`` (at most ``n / 8`` more cases, 8 sizes per doubling)."""
+        return int(n)
+
     # ------------------------------------------------------------------ phases
     # A loop adapter implements either ``solve_one`` (simple), or the split that keeps its
     # timed ``run`` a tight loop around the solver (native speed): ``case_args`` (untimed, in

@@ -436,12 +436,12 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         group = (np.cumsum(new) - 1).astype(np.int32)
         chunk = self._exit_chunk(problem)
         size = _jax.piece_size(max(warm, 1), chunk or max(warm, 1)) if _pads_its_scenes(problem) else 1
-        first = _padded_rows(first, -(-len(first) // size) * size)
+        first = _jax.padded_index(first, -(-len(first) // size) * size)
         # both batches padded here to the size ``_warm_then_cold`` solves them as (chunked's
         # ``bucket``): a new count of exits then compiles nothing, where padding on the device
         # compiled a padding program per count (and a trimming one), 0.15 of a planar call's 0.18 s
-        first = _padded_rows(first, _jax.at_once_size(len(first), chunk, bucket=True))
-        rows = _padded_rows(np.arange(B), _jax.at_once_size(B, chunk, bucket=True))
+        first = _jax.padded_index(first, _jax.at_once_size(len(first), chunk, bucket=True))
+        rows = _jax.padded_index(np.arange(B), _jax.at_once_size(B, chunk, bucket=True))
         scenes = (problem.c[first, :-1], problem.A_eq[first, :, :-1], problem.b_eq[first], problem.A_ub[first, :, :-1],
                   problem.b_ub[first])
         group = group[rows]
@@ -927,15 +927,6 @@ def exit_starts(lp1_basis: np.ndarray, optimal: np.ndarray, k: int, d: int, limi
     usable = np.asarray(optimal, dtype=bool) & np.all(mapped >= 0, axis=1)
     starts = np.concatenate([np.where(usable[:, None], mapped, 0), np.full((len(j), 1), k)], axis=1)
     return starts, usable
-
-
-def _padded_rows(rows: np.ndarray, size: int | None) -> np.ndarray:
-    """``rows`` (1-D row indices, at least one) with its last entry repeated up to ``size``
-    entries (a batch padded by its last case); ``rows`` itself where ``size`` is None or no
-    larger."""
-    if size is None or size <= len(rows):
-        return rows
-    return np.concatenate([rows, np.full(size - len(rows), rows[-1], dtype=rows.dtype)])
 
 
 @functools.cache

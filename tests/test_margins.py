@@ -543,3 +543,43 @@ def test_check_batch_on_a_new_count_of_held_scenes_reuses_the_exits_compiled_pro
     fresh = check_batch(fewer, solvers.get("linrax-hold", dtype="float32"))
     np.testing.assert_array_equal(second.exits, fresh.exits)
     np.testing.assert_array_equal(second.margin, fresh.margin)
+
+
+@pytest.mark.parametrize("name, dtype", [pytest.param("linrax-hold", "float32", marks=pytest.mark.needs("linrax-hold")),
+                                         pytest.param("linrax", "float64", marks=pytest.mark.needs("linrax"))])
+def test_check_batch_on_a_new_count_of_scenes_compiles_nothing_and_answers_each_scene_as_before(name, dtype, caplog):
+    """A JAX adapter compiles a program per batch size, so ``check_batch`` solves LP-1 as
+    ``adapter.batch_size(S)`` scenes (copies of the last one after them, their answers dropped),
+    and the exits as that of the held count (linrax-hold pads its exits itself). A second call
+    on fewer scenes, with fewer of them held, both counts in the same buckets, compiles no program
+    (each new scene count compiled LP-1 again: about 2 s of a 200-scene planar call whose solves
+    take milliseconds), and every scene gets the answers it got in the first call, bit for bit."""
+    import logging
+
+    import jax
+
+    from solvers._jax import batch_bucket
+
+    adapter = solvers.get(name, dtype=dtype)
+    assert adapter.batch_size(38) == adapter.batch_size(40) == 40 and solvers.get("highs").batch_size(38) == 38
+    highs = solvers.get("highs")
+    for seed in range(20):
+        scenes = margins_module.scenes_of("planar-box", {}, 40, seed)
+        verdict = check_batch(scenes, highs, margin=False).verdict
+        held, unheld = np.flatnonzero(verdict == "supported"), np.flatnonzero(verdict == "unsupported")
+        k = len(held)
+        j = next((j for j in range(1, k) if batch_bucket(k - j) == batch_bucket(k)
+                  and batch_bucket(6 * (k - j)) == batch_bucket(6 * k)), None)
+        if j is not None and len(unheld) >= 2:
+            break
+    assert j is not None and len(unheld) >= 2, "no seed of 20 gives two held counts in one bucket"
+    first = check_batch(scenes, adapter)
+    np.testing.assert_array_equal(first.verdict, verdict)
+    keep = np.setdiff1d(np.arange(40), np.concatenate([held[:j], unheld[:2]]))  # 38 scenes, k - j held
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="jax"), jax.log_compiles():
+        second = check_batch(scenes.take(keep), adapter)
+    assert [r.getMessage()[:60] for r in caplog.records if r.getMessage().startswith("Compiling")] == []
+    assert (second.verdict == "supported").sum() == k - j
+    for field in ("verdict", "delta", "witness", "certificate", "exits", "margin"):
+        np.testing.assert_array_equal(getattr(second, field), getattr(first, field)[keep], err_msg=field)
