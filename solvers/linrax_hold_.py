@@ -439,7 +439,8 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         first = _jax.padded_index(first, -(-len(first) // size) * size)
         # both batches padded here to the size ``_warm_then_cold`` solves them as (chunked's
         # ``bucket``): a new count of exits then compiles nothing, where padding on the device
-        # compiled a padding program per count (and a trimming one), 0.15 of a planar call's 0.18 s
+        # compiled a padding program per count and a trimming one: a 200-scene planar
+        # ``check_batch`` call took about 0.19 s, against 6 ms now
         first = _jax.padded_index(first, _jax.at_once_size(len(first), chunk, bucket=True))
         rows = _jax.padded_index(np.arange(B), _jax.at_once_size(B, chunk, bucket=True))
         scenes = (problem.c[first, :-1], problem.A_eq[first, :, :-1], problem.b_eq[first], problem.A_ub[first, :, :-1],
