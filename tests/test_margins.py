@@ -560,9 +560,8 @@ def test_check_batch_on_a_new_count_of_scenes_compiles_nothing_and_answers_each_
 
     from solvers._jax import batch_bucket
 
-    adapter = solvers.get(name, dtype=dtype)
-    assert adapter.batch_size(38) == adapter.batch_size(40) == 40 and solvers.get("highs").batch_size(38) == 38
-    highs = solvers.get("highs")
+    adapter, highs = solvers.get(name, dtype=dtype), solvers.get("highs")
+    assert adapter.batch_size(38) == adapter.batch_size(40) == 40 and highs.batch_size(38) == 38  # (HiGHS: unpadded)
     for seed in range(20):
         scenes = margins_module.scenes_of("planar-box", {}, 40, seed)
         verdict = check_batch(scenes, highs, margin=False).verdict
