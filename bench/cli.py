@@ -856,7 +856,8 @@ def cluster_slurm(
     from . import cluster
 
     try:
-        slurm = cluster.slurm_cluster(jobs, cores, memory, gpus, walltime, queue, account, python)
+        slurm = cluster.slurm_cluster(jobs, cores, memory, gpus, walltime, queue, account, python,
+                                      dashboard=not script_only)
     except BenchError as exc:
         _fail(str(exc))
     if script_only:

@@ -458,13 +458,16 @@ def shell_export(name: str, value: str) -> str:
 
 def slurm_cluster(jobs: int, cores: int, memory: str, gpus: int = 0, walltime: str = "01:00:00",
                   queue: str | None = None, account: str | None = None, python: str | None = None,
-                  env: dict[str, str] | None = None):
+                  env: dict[str, str] | None = None, dashboard: bool = True):
     """A ``dask_jobqueue.SLURMCluster`` whose jobs each run one Dask worker with ``cores``
     single-threaded processes (one cell at a time each) or, with ``gpus``, one worker process
     per GPU holding the resource ``GPU=1`` (``dask-cuda``'s layout), with the settings of
     ``DASK_CONFIG`` in the job's environment. Not started: call ``.scale(jobs=...)``; its
     ``job_script()`` is what ``sbatch`` receives. The user's dask config
-    (``jobqueue.slurm``) fills what is not given."""
+    (``jobqueue.slurm``) fills what is not given. Without ``dashboard`` its scheduler's HTTP
+    server (the dashboard's) takes any free port instead of 8787 (``--script-only``: a script
+    printed and the scheduler closed at once, which took 8787 from whatever served there next,
+    or warned that it was in use)."""
     from dask_jobqueue import SLURMCluster
 
     if jobs < 1 or cores < 1 or gpus < 0:
@@ -480,4 +483,4 @@ def slurm_cluster(jobs: int, cores: int, memory: str, gpus: int = 0, walltime: s
         return SLURMCluster(cores=cores, processes=processes, memory=memory, walltime=walltime, queue=queue,
                             account=account, python=python, job_extra_directives=extra_directives,
                             worker_extra_args=worker_args, job_script_prologue=prologue, n_workers=0,
-                            job_name="contactbench")
+                            job_name="contactbench", scheduler_options={} if dashboard else {"dashboard_address": ":0"})

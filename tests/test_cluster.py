@@ -573,3 +573,26 @@ def test_a_run_keeps_its_scattered_answers_on_every_worker(loopback):
         assert len(client.who_has(reduced)[reduced.key]) == 1  # what the run is kept from
     with cluster.embedded(workers=1) as local:
         assert not local.amm.running()
+
+
+def test_printing_the_slurm_job_script_leaves_the_dashboard_port_alone(recwarn):
+    """``--script-only`` prints the script and closes its scheduler: that scheduler's HTTP
+    server takes any free port, so it neither takes 8787 nor warns where something else serves
+    there (a user's own Dask cluster; in the suite, another test's cluster: distributed warned
+    "Port 8787 is already in use" and served elsewhere)."""
+    import socket
+
+    held = socket.socket()
+    try:
+        held.bind(("127.0.0.1", 8787))
+        held.listen(1)
+    except OSError:  # (something serves there already: the same situation)
+        pass
+    try:
+        res = CliRunner().invoke(app, ["cluster", "slurm", "--jobs", "1", "--cores", "2", "--memory", "4GB",
+                                       "--script-only"])
+    finally:
+        held.close()
+    assert res.exit_code == 0, res.output
+    assert "distributed.cli.dask_worker" in res.output  # the script itself
+    assert [str(w.message) for w in recwarn if "8787" in str(w.message)] == []
