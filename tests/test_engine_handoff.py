@@ -83,7 +83,9 @@ def test_dask_settings_are_defined_once_for_every_kind_of_cluster(tmp_path):
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.strip().splitlines()[-1]) == {k: cluster.DASK_CONFIG[k] for k in keys}
     pytest.importorskip("dask_jobqueue")
-    job = cluster.slurm_cluster(jobs=1, cores=2, memory="4GB").job_script()
+    slurm = cluster.slurm_cluster(jobs=1, cores=2, memory="4GB", dashboard=False)
+    job = slurm.job_script()
+    slurm.close()  # (left open, its scheduler held port 8787 for the rest of the worker's tests)
     exports = [line for line in job.splitlines() if line.startswith("export ")]
     for name, value in cluster.dask_environment().items():
         assert cluster.shell_export(name, value) in exports
