@@ -347,8 +347,7 @@ class JaxBatchedAdapter:
         batch (linrax-hold: by its tableaux on a CPU)."""
         return int(self.settings.get("chunk") or 0) if most is None else int(most)
 
-    def chunked(self, solve, arrays, chunk: int | None = None, wait: bool = True, bucket: bool = False,
-                trim: bool = True):
+    def chunked(self, solve, arrays, chunk: int | None = None, wait: bool = True, bucket: bool = False):
         """``solve(*arrays)`` (a jitted, vmapped function of arrays with one leading batch axis)
         in pieces of ``chunk`` cases (default: the ``chunk`` setting; 0: at once), blocked until
         ready once, after the last piece (``wait``; without it the outputs are returned as
@@ -371,10 +370,10 @@ class JaxBatchedAdapter:
 
         With ``bucket`` (for batches whose size varies from call to call: linrax-hold's exits
         from LP-1, one per held scene's direction), a batch solved in one piece is padded by
-        repeating its last case up to ``batch_bucket(n)`` cases (at most ``chunk``), and its
-        outputs trimmed back to ``n`` rows (``trim``; without it the caller gets the padded rows
-        too: linrax-hold's lean exits read their scenes' rows by index, and a trimmed scene
-        batch would compile the exits' program once per scene count). The padded cases are real
+        repeating its last case up to ``batch_bucket(n)`` cases (at most ``chunk``;
+        ``at_once_size``), and its outputs trimmed back to ``n`` rows. Both are small programs
+        compiled per ``n``: a caller that can pads on the host instead (linrax-hold's lean
+        exits, ``_shared_exits``), and its batch then arrives at that size. The padded cases are real
         ones solved twice; each case's answer is its own, as in the last piece above. A batch
         of a fixed size is not padded: the two extra dispatches cost planar-box LP-1 at 1,000
         cases (padded to 1,024) 1.1x its run on a CPU, for no compile saved."""
@@ -387,7 +386,7 @@ class JaxBatchedAdapter:
             if size == n:
                 return ready(solve(*arrays))
             out = solve(*batch_padder(size)(tuple(arrays)))
-            return ready(batch_trimmer(n)(out) if trim else out)
+            return ready(batch_trimmer(n)(out))
         import numpy as np
 
         size = piece_size(n, chunk)

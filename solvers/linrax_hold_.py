@@ -536,11 +536,10 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         if len(warm_at) and shared is not None:
             pieces = self._exit_chunk(problem)
             # every batch here varies in size with LP-1's answers: solved as a bucket's size, so
-            # that a new count of exits reuses the programs (chunked's ``bucket``). The scenes and
-            # the exits come padded to it (``_shared_exits``); a subset of the exits (not ``own``)
-            # is padded by chunked. Scenes are read by index: their padded rows never are.
-            scenes = self.chunked(self._jitted("exit-scene", self.one_exit_scene), shared.scenes, pieces, wait=False,
-                                  bucket=True, trim=False)
+            # that a new count of exits reuses the programs. The scenes and the exits come padded
+            # to it (``_shared_exits``); a subset of the exits (not ``own``) is padded by chunked
+            # (``bucket``). Scenes are read by index: their padded rows never are.
+            scenes = self.chunked(self._jitted("exit-scene", self.one_exit_scene), shared.scenes, pieces, wait=False)
             per_exit = shared.per_exit if own else take(shared.per_exit, (warm_at,) * len(shared.per_exit))
             lean_fn = self._jitted("exit-lean", self.one_lean_exit, in_axes=(None, 0, 0, 0, 0))
             parts.append((warm_at, self.chunked(lambda *piece: lean_fn(scenes, *piece), per_exit, pieces,

@@ -69,9 +69,9 @@ def pieces_asked(monkeypatch):
     asked = []
     chunked = _jax.JaxBatchedAdapter.chunked
 
-    def spy(self, solve, arrays, chunk=None, wait=True, bucket=False, trim=True):
+    def spy(self, solve, arrays, chunk=None, wait=True, bucket=False):
         asked.append(chunk)
-        return chunked(self, solve, arrays, chunk, wait, bucket, trim)
+        return chunked(self, solve, arrays, chunk, wait, bucket)
 
     monkeypatch.setattr(_jax.JaxBatchedAdapter, "chunked", spy)
     return asked
