@@ -540,8 +540,12 @@ def ablate(
         _fail(str(exc))
     run_dir = _execute(ctx, cells, [], out, run_id, False, timeout)
     rows = report.load_runs([run_dir])
-    result = {"ablation": seed002.ablation_table, "seed002": seed002.reproduction_table,
-              "gpu": seed002.device_table}[table](rows)
+    if table == "gpu":  # LP with margins, as check_batch computes it, on the LP-1 cells' scenes
+        margins = seed002.device_margins(seed, repeats, scale, devices, timeout)
+        margins.to_csv(run_dir / "margins.csv", index=False)
+        result = seed002.device_table(rows, margins)
+    else:
+        result = (seed002.ablation_table if table == "ablation" else seed002.reproduction_table)(rows)
     text = result.to_markdown(index=False, floatfmt=".3g")
     (run_dir / f"{table}.md").write_text(text + "\n")
     console.print(text, markup=False, highlight=False)

@@ -1,20 +1,19 @@
 """The GPU check anyone can run: ``make gpu-check`` (``python -m bench.gpu_check``).
 
 On a node with one GPU it writes, under ``--out`` (default ``results/gpu-check``), in at
-most ``--budget`` seconds (default 480, 8 minutes), four measurements, each a bounded step
+most ``--budget`` seconds (default 480, 8 minutes), three measurements, each a bounded step
 (its share of the budget plus what the steps before it left unspent, then it is stopped and
 the next one runs):
 
 1. ``device-table.md``: seed 002's device table (``contactbench ablate --table gpu``:
-   float32 ms per 256 scenes on CPU and GPU, and the share verified correct);
+   float32 ms per 256 scenes on CPU and GPU, and the share verified correct), its "LP with
+   margins" rows LP-1 then the exits of the supported scenes from LP-1's bases
+   (``bench.margins``, the exits counted against HiGHS);
 2. ``overhead.md``: the per-phase harness overhead at 65,536 scenes on every device JAX
    sees, the GPU first, where linrax-hold is also measured in one piece (``chunk=0``,
    ``GPU_OVERHEAD_ADAPTERS``) (``python -m bench.overhead``; each row is printed as it
    ends, so a step stopped early keeps the rows it measured);
-3. ``margins.md``: seed 002's LP with margins against LP-1 on the GPU, linrax-hold float32 on
-   the planar and 3D random sets (``python -m bench.margins``: exits from LP-1's bases, the
-   exits' counts against HiGHS);
-4. ``scaling.md``: the batched JAX adapters on planar-box and cube-3d LP-1, float32, at
+3. ``scaling.md``: the batched JAX adapters on planar-box and cube-3d LP-1, float32, at
    256 / 4,096 / 65,536 scenes on the GPU, every cell bounded by ``--cell-timeout``
    (``contactbench run`` then ``contactbench report``; the run under ``runs/``).
 
@@ -44,7 +43,8 @@ SIZES = (256, 4096, 65536)
 #: where one piece of 65,536 is slower and once made XLA:CPU wait for ever.
 GPU_OVERHEAD_ADAPTERS = ("linrax", "linrax-hold", "linrax-hold[chunk=0]", "qpax")
 #: each step's share of the budget
-SHARES = {"device-table": 0.25, "overhead": 0.2, "margins": 0.15, "scaling": 0.4}
+#: (the device table's share took in the margins step's, since its margins rows measure the same)
+SHARES = {"device-table": 0.4, "overhead": 0.2, "scaling": 0.4}
 
 
 def steps(out: Path, device: str, sizes: tuple[int, ...], cell_timeout: float, workers: int) -> list[tuple]:
@@ -60,18 +60,15 @@ def steps(out: Path, device: str, sizes: tuple[int, ...], cell_timeout: float, w
         scaling += ["--solver", adapter]
     device_table = cli + ["ablate", "--table", "gpu", "--repeats", "3", "--timeout", f"{cell_timeout:g}",
                           "--out", runs, "--run-id", "gpu-device-table"]
-    margins = exe + ["bench.margins", "--device", device, "--rounds", "5", "--sets", "planar random", "3D random"]
     at_scale = exe + ["bench.overhead", "--sizes", str(max(sizes)), "--rounds", "3", "--timeout", f"{2 * cell_timeout:g}"]
     overhead = [at_scale + ["--devices", "cpu"]]
     if device == "gpu":  # the GPU rows first
         overhead.insert(0, at_scale + ["--devices", "gpu", "--adapters", ",".join(GPU_OVERHEAD_ADAPTERS)])
     if device != "gpu":  # the dry run: the CPU columns, small cells
         device_table += ["--scale", "0.05"]
-        margins += ["--scale", "0.02"]
     return [
         ("device-table", "device-table.md", [device_table]),
         ("overhead", "overhead.md", overhead),
-        ("margins", "margins.md", [margins]),
         ("scaling", "scaling.md", [scaling, cli + ["report", str(out / "runs" / "gpu-scaling"),
                                                    "--out", str(out / "scaling-report")]]),
     ]

@@ -72,8 +72,11 @@ def _exit_counts(exit_batch, solution, ref) -> dict[str, int]:
 
 
 def measure_set(label: str, family: str, params: dict, n: int, spec: str = "linrax-hold", dtype: str = "float32",
-                device: str = "cpu", rounds: int = 7, seed: int = 0) -> dict:
-    """One set's row (see the module docstring)."""
+                device: str = "cpu", rounds: int = 7, seed: int = 0, full: bool = True) -> dict:
+    """One set's row (see the module docstring). With ``full`` off only ``lp1``,
+    ``with_margins`` and ``with_margins_e2e`` are timed and only the exits from LP-1's bases
+    counted (seed 002's device table, ``bench.seed002.device_margins``); the other columns
+    are NaN or empty."""
     import problems
     import solvers
     from solvers import check_standard_form
@@ -88,15 +91,16 @@ def measure_set(label: str, family: str, params: dict, n: int, spec: str = "linr
     lp1_batch, ready = prepare_lp1(adapter, scenes)
     lp1_raw = ready.run()
     held = np.flatnonzero(verify_lp1(lp1_batch, ready.finish(lp1_raw))["verdict"].to_numpy() == "supported")
-    separate = problems.generate(family, n, seed, kind="exit", **params)
-    separate_prepared = adapter.prepare(check_standard_form(*separate.arrays(), batched=True))
     exit_batch, from_lp1 = prepare_exits(adapter, scenes, held, lp1_raw, axes)
-    shared = adapter.prepare(check_standard_form(*exit_batch.arrays(), batched=True))
-    runs = {"lp1": lambda: ready.run(), "exits_separate": lambda: adapter.run(separate_prepared),
-            "from_lp1": lambda: adapter.run(from_lp1), "shared": lambda: adapter.run(shared),
+    runs = {"lp1": lambda: ready.run(), "from_lp1": lambda: adapter.run(from_lp1),
             "e2e": lambda: check_batch(scenes, adapter)}
+    if full:
+        separate = problems.generate(family, n, seed, kind="exit", **params)
+        separate_prepared = adapter.prepare(check_standard_form(*separate.arrays(), batched=True))
+        shared = adapter.prepare(check_standard_form(*exit_batch.arrays(), batched=True))
+        runs.update({"exits_separate": lambda: adapter.run(separate_prepared), "shared": lambda: adapter.run(shared)})
     with_rounds = None
-    if getattr(adapter, "settings", {}).get("lean_exits"):  # the same starts, the rounds on
+    if full and getattr(adapter, "settings", {}).get("lean_exits"):  # the same starts, the rounds on
         with_rounds = solvers.get(spec, dtype=dtype, device=device, lean_exits=False)
         runs["rounds"] = lambda: with_rounds.run(from_lp1)
     for run in runs.values():  # compile and warm up
@@ -107,11 +111,12 @@ def measure_set(label: str, family: str, params: dict, n: int, spec: str = "linr
             t0 = time.perf_counter()
             run()
             samples[key].append(time.perf_counter() - t0)
-    ms = {key: _median_ms(values, n) for key, values in samples.items()}
+    nan = float("nan")
+    ms = {"exits_separate": nan, "shared": nan} | {key: _median_ms(values, n) for key, values in samples.items()}
     ref = reference(exit_batch)
     counts_lp1 = _exit_counts(exit_batch, adapter.finish(adapter.run(from_lp1), from_lp1), ref)
-    counts_shared = _exit_counts(exit_batch, adapter.finish(adapter.run(shared), shared), ref)
-    nan = float("nan")
+    counts_shared = _exit_counts(exit_batch, adapter.finish(adapter.run(shared), shared), ref) if full else \
+        dict.fromkeys(("correct", "false_accept", "uncertain"), nan)
     row = {"set": label, "solver": f"{spec} {dtype}", "device": device, "scenes": n, "supported": len(held),
             "exits": len(exit_batch), "lp1": ms["lp1"], "exits_separate": ms["exits_separate"],
             "with_margins": ms["lp1"] + ms["from_lp1"], "with_margins_shared": ms["lp1"] + ms["shared"],
@@ -120,7 +125,8 @@ def measure_set(label: str, family: str, params: dict, n: int, spec: str = "linr
             "margins_over_lp1": (ms["lp1"] + ms["from_lp1"]) / ms["lp1"],
             "shared_over_lp1": (ms["lp1"] + ms["shared"]) / ms["lp1"],
             "exits_right_from_lp1": f"{counts_lp1['correct']}/{len(exit_batch)}",
-            "exits_right_shared": f"{counts_shared['correct']}/{len(exit_batch)}",
+            "exits_correct_from_lp1": counts_lp1["correct"],
+            "exits_right_shared": f"{counts_shared['correct']}/{len(exit_batch)}" if full else "",
             "false_accept_from_lp1": counts_lp1["false_accept"], "false_accept_shared": counts_shared["false_accept"],
             "uncertain_from_lp1": counts_lp1["uncertain"], "uncertain_shared": counts_shared["uncertain"]}
     if with_rounds is None:
@@ -136,7 +142,7 @@ def measure_set(label: str, family: str, params: dict, n: int, spec: str = "linr
 
 
 def measure_job(label: str, family: str, params: dict, n: int, spec: str, dtype: str, device: str, rounds: int,
-                out: str, *, parent_pid: int) -> None:
+                out: str, seed: int = 0, full: bool = True, *, parent_pid: int) -> None:
     """A worker's job (``bench.execute``): ``measure_set`` and write the row, with the
     worker's thread, XLA and allocator settings, as JSON to ``out``."""
     import json
@@ -145,7 +151,7 @@ def measure_job(label: str, family: str, params: dict, n: int, spec: str, dtype:
     from .env import malloc_settings
     from .execute import exit_if_orphaned
 
-    row = measure_set(label, family, params, n, spec, dtype, device, rounds)
+    row = measure_set(label, family, params, n, spec, dtype, device, rounds, seed, full)
     row.update(pjrt_nproc=os.environ.get("PJRT_NPROC", ""), xla_flags=os.environ.get("XLA_FLAGS", ""),
                malloc=malloc_settings())
     exit_if_orphaned(parent_pid)
@@ -153,11 +159,11 @@ def measure_job(label: str, family: str, params: dict, n: int, spec: str, dtype:
 
 
 def measure_sets(sets, spec: str = "linrax-hold", dtype: str = "float32", device: str = "cpu", rounds: int = 7,
-                 scale: float = 1.0, timeout: float = 900.0) -> pd.DataFrame:
+                 scale: float = 1.0, timeout: float = 900.0, seed: int = 0, full: bool = True) -> pd.DataFrame:
     """One row per set ``(label, family, params, n)`` of ``sets``, each measured by
-    ``measure_set`` on ``max(8, int(n * scale))`` scenes in a worker process of the cell
-    engine (see the module docstring); a set that did not finish is a row with its
-    ``state`` and ``reason``."""
+    ``measure_set`` (generator ``seed``; ``full``: see there) on ``max(8, int(n * scale))``
+    scenes in a worker process of the cell engine (see the module docstring); a set that
+    did not finish is a row with its ``state`` and ``reason``."""
     import json
     import tempfile
 
@@ -170,7 +176,7 @@ def measure_sets(sets, spec: str = "linrax-hold", dtype: str = "float32", device
             print(f"[margins] {label}: {scenes} scenes ...", file=sys.stderr, flush=True)
             out = Path(tmp) / f"{len(rows)}.json"
             state, reason = pool.run((measure_job, (label, family, params, scenes, spec, dtype, device, rounds,
-                                                    str(out))), dtype, timeout)
+                                                    str(out), seed, full)), dtype, timeout)
             row = json.loads(out.read_text()) if state == "done" and out.exists() else \
                 {"set": label, "solver": f"{spec} {dtype}", "device": device, "scenes": scenes}
             rows.append({**row, "state": state, **({"reason": reason} if reason else {})})

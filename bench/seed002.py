@@ -114,7 +114,10 @@ def reproduction_cells(seed: int = 0, repeats: int = 3, scale: float = 1.0, devi
 
 def reproduction_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Per set and solver: LP-1 right / uncertain / false accepts / failed, exits right of
-    total, and ms per 256 scenes for LP-1 and for LP-1 plus the exits (the "LP with margins")."""
+    total, and ms per 256 scenes for LP-1 and for LP-1 plus the exit LPs of every scene (the
+    ``exit`` cells; ``ms_per_256_with_margins``). LP with margins as ``check_batch`` computes
+    it, the exits of the supported scenes from LP-1's bases, is ``bench.margins``' and the
+    device table's."""
     rows = rows.copy()
     rows["set"] = set_labels(rows, REPRODUCTION_SETS)
     rows["who"] = rows["solver_label"] + " " + rows["dtype"]
@@ -138,52 +141,102 @@ def reproduction_table(rows: pd.DataFrame) -> pd.DataFrame:
                              ).reset_index(drop=True)
 
 
-#: seed 002's device table: (row label, family spec, kinds whose times add up, solver spec)
+#: seed 002's device table: (row label, family, source, solver spec). Source ``lp1``: the
+#: ``lp1`` cell's time and answers; ``margins``: LP with margins as seed 002 defines it and
+#: ``bench.hold.check_batch`` computes it (LP-1 for every scene, then the 2d exit LPs of the
+#: scenes LP-1 verified supported, from LP-1's final bases; an unsupported scene's margin is
+#: ``-delta``), measured by ``bench.margins`` on the LP-1 cell's scenes (``device_margins``).
 DEVICE_ROWS = (
-    ("planar exact", "planar-box", ("lp1",), "exact-planar[jax]"),
-    ("planar LP-1", "planar-box", ("lp1",), "linrax-hold"),
-    ("planar LP with margins", "planar-box", ("lp1", "exit"), "linrax-hold"),
-    ("3D LP-1", "cube-3d", ("lp1",), "linrax-hold"),
-    ("3D LP with margins", "cube-3d", ("lp1", "exit"), "linrax-hold"),
+    ("planar exact", "planar-box", "lp1", "exact-planar[jax]"),
+    ("planar LP-1", "planar-box", "lp1", "linrax-hold"),
+    ("planar LP with margins", "planar-box", "margins", "linrax-hold"),
+    ("3D LP-1", "cube-3d", "lp1", "linrax-hold"),
+    ("3D LP with margins", "cube-3d", "margins", "linrax-hold"),
 )
 #: scenes per cell of the device table (the seed's "per 256")
 DEVICE_N = 256
 
 
+def device_scenes(scale: float = 1.0) -> int:
+    """Scenes per cell and per margins measurement of the device table at ``scale``."""
+    return max(8, int(DEVICE_N * scale))
+
+
 def device_cells(seed: int = 0, repeats: int = 5, scale: float = 1.0, devices: tuple[str, ...] = ("cpu",)) -> list[Cell]:
-    """The cells of the device table, float32, on each of ``devices`` (one per distinct
-    family, kind and solver; the "with margins" rows reuse the LP-1 cells)."""
+    """The ``lp1`` cells of the device table, float32, on each of ``devices`` (one per
+    distinct family and solver)."""
     seen, cells = set(), []
-    for _label, fam, kinds, spec in DEVICE_ROWS:
-        for kind in kinds:
-            for device in devices:
-                key = (fam, kind, spec, device)
-                if key not in seen:
-                    seen.add(key)
-                    cells.append(Cell.of(FamilySpec.of(fam, kind=kind), max(8, int(DEVICE_N * scale)), seed, spec,
-                                         "float32", device, repeats))
+    for _label, fam, source, spec in DEVICE_ROWS:
+        for device in devices:
+            key = (fam, spec, device)
+            if source == "lp1" and key not in seen:
+                seen.add(key)
+                cells.append(Cell.of(FamilySpec.of(fam, kind="lp1"), device_scenes(scale), seed, spec, "float32",
+                                     device, repeats))
     return cells
 
 
-def device_table(rows: pd.DataFrame, devices: tuple[str, ...] = ("cpu", "gpu")) -> pd.DataFrame:
-    """Seed 002's device table: one row per ``DEVICE_ROWS`` entry, per device the ms per 256
-    scenes of the solve and end to end (float32; a "with margins" row adds its kinds'
-    times), and the verified share correct; a device without rows reads "not measured"."""
+def device_margins(seed: int = 0, repeats: int = 5, scale: float = 1.0, devices: tuple[str, ...] = ("cpu",),
+                   timeout: float = 600.0) -> pd.DataFrame:
+    """The "LP with margins" rows' measurements: ``bench.margins.measure_sets`` (float32,
+    ``repeats`` interleaved rounds, each family in a worker process with ``timeout``
+    seconds) on the scenes of each margins row's LP-1 cell, per device; one row per family
+    and device, with columns ``family`` and ``device`` added."""
+    from .margins import measure_sets
+
+    frames = []
+    for device in devices:
+        for _label, fam, source, spec in DEVICE_ROWS:
+            if source != "margins":
+                continue
+            got = measure_sets([(fam, fam, {}, DEVICE_N)], spec, "float32", device, repeats, scale, timeout, seed,
+                               full=False)
+            frames.append(got.assign(family=fam, device=device, solver_spec=spec))
+    return pd.concat(frames, ignore_index=True)
+
+
+def device_table(rows: pd.DataFrame, margins: pd.DataFrame | None = None,
+                 devices: tuple[str, ...] = ("cpu", "gpu")) -> pd.DataFrame:
+    """Seed 002's device table: one row per ``DEVICE_ROWS`` entry and, per device, the ms
+    per 256 scenes of the solve and end to end (float32) and the answers right against HiGHS.
+
+    An ``lp1`` row reads its cell's row of ``rows`` (run results). A ``margins`` row reads
+    ``margins`` (``device_margins``) and its LP-1 cell: the solve is the LP-1 cell's plus the
+    exits' ``run`` (timed in the margins worker, rounds interleaved with LP-1's, as
+    ``bench.margins`` times them), end to end the whole ``check_batch`` call (validation,
+    transfers and verification included: what a caller of ``check_batch`` waits), and the
+    answers right count the LP-1 cell's answers plus the exits of the scenes LP-1 verified
+    supported. A device without its rows reads "not measured"; a margins measurement that
+    did not finish, its state."""
     table = summarize(rows, ["family", "kind", "solver_spec", "device"]).set_index(
         ["family", "kind", "solver_spec", "device"])
     out = []
-    for label, fam, kinds, spec in DEVICE_ROWS:
+    for label, fam, source, spec in DEVICE_ROWS:
         canonical = str(solvers.SolverSpec.parse(spec))
         row = {"row": label, "solver": spec}
         for device in devices:
-            keys = [(fam, kind, canonical, device) for kind in kinds]
-            if not all(k in table.index for k in keys):
-                row[f"{device}_ms_per_256"] = row[f"{device}_e2e_ms_per_256"] = "not measured"
+            key = (fam, "lp1", canonical, device)
+            found = None if margins is None else margins[(margins["family"] == fam) & (margins["device"] == device)
+                                                         & (margins["solver_spec"] == spec)]
+            state = "done" if source == "lp1" else "not measured" if found is None or found.empty else \
+                str(found.iloc[0].get("state", "done"))  # a margins worker that timed out or failed says so
+            if state == "done" and key not in table.index:  # (a margins row counts its LP-1 cell's answers)
+                state = "not measured"
+            if state != "done":
+                row[f"{device}_ms_per_256"] = row[f"{device}_e2e_ms_per_256"] = state
                 row[f"{device}_correct"] = ""
                 continue
-            got = table.loc[keys]
-            row[f"{device}_ms_per_256"] = float(got["ms_per_256"].sum())
-            row[f"{device}_e2e_ms_per_256"] = float(got["end_to_end_ms_per_256"].sum())
-            row[f"{device}_correct"] = f"{int(got['correct'].sum())}/{int(got['n'].sum())}"
+            lp1 = table.loc[key]
+            if source == "lp1":
+                row[f"{device}_ms_per_256"] = float(lp1["ms_per_256"])
+                row[f"{device}_e2e_ms_per_256"] = float(lp1["end_to_end_ms_per_256"])
+                row[f"{device}_correct"] = f"{int(lp1['correct'])}/{int(lp1['n'])}"
+            else:
+                m = found.iloc[0]
+                # the LP-1 cell's solve plus the exits' run, timed beside LP-1 in the margins worker
+                row[f"{device}_ms_per_256"] = float(lp1["ms_per_256"]) + float(m["with_margins"] - m["lp1"])
+                row[f"{device}_e2e_ms_per_256"] = float(m["with_margins_e2e"])
+                row[f"{device}_correct"] = (f"{int(lp1['correct']) + int(m['exits_correct_from_lp1'])}"
+                                            f"/{int(lp1['n']) + int(m['exits'])}")
         out.append(row)
     return pd.DataFrame(out)

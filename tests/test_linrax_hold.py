@@ -407,18 +407,22 @@ def test_pieces_on_a_cpu_hold_piece_kib_of_tableaux(monkeypatch, request):
 
 def test_the_device_table_fills_each_device_column_from_its_own_rows(tmp_path):
     """CPU cells for real (with XLA simulating 4 host devices, as a multi-GPU node would give
-    several), and the same rows relabelled as a GPU run: each column reads its own device."""
+    several), and the same rows relabelled as a GPU run: each column reads its own device.
+    "LP with margins" is seed 002's: LP-1 for every scene, then the exits of the scenes it
+    holds (``check_batch``), not the exit LPs of every scene (the ``exit`` cells)."""
     import os
     import subprocess
     import sys
 
     import pandas as pd
 
+    import problems
     from bench import report, seed002
+    from bench.reference import reference
 
     cells = seed002.device_cells(0, 1, 8 / seed002.DEVICE_N, ("cpu", "gpu"))
     assert {c.device for c in cells} == {"cpu", "gpu"} and {c.dtype for c in cells} == {"float32"}
-    assert len(cells) == 2 * 5  # exact, LP-1 and exits on two families, the margins rows reuse LP-1
+    assert {c.family.kind for c in cells} == {"lp1"} and len(cells) == 2 * 3  # exact, two LP-1 per device
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
            "CONTACTBENCH_CACHE": str(tmp_path / "cache")}
     proc = subprocess.run([sys.executable, "-m", "bench.cli", "ablate", "--table", "gpu", "--scale", "0.03125",
@@ -427,15 +431,40 @@ def test_the_device_table_fills_each_device_column_from_its_own_rows(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "GPU columns read 'not measured'" in proc.stdout
     rows = report.load_runs([tmp_path / "runs" / "dev"])
+    margins = pd.read_csv(tmp_path / "runs" / "dev" / "margins.csv")
     assert set(rows["env_jax_devices"]) == {"cpu:cpu:0,cpu:cpu:1,cpu:cpu:2,cpu:cpu:3"}  # 4 simulated devices seen
-    cpu_only = seed002.device_table(rows)
+    assert list(margins["family"]) == ["planar-box", "cube-3d"] and set(margins["state"]) == {"done"}
+    cpu_only = seed002.device_table(rows, margins)
     assert list(cpu_only["row"]) == [r[0] for r in seed002.DEVICE_ROWS]
     assert (cpu_only["gpu_ms_per_256"] == "not measured").all()
-    both = seed002.device_table(pd.concat([rows, rows.assign(device="gpu", ms_per_256=rows["ms_per_256"] / 4)]))
+    assert (tmp_path / "runs" / "dev" / "gpu.md").read_text().strip() == cpu_only.to_markdown(
+        index=False, floatfmt=".3g").strip()
+    for label, family, d in (("planar LP with margins", "planar-box", 3), ("3D LP with margins", "cube-3d", 6)):
+        held = int((reference(problems.generate(family, 8, 0, kind="lp1"))["ref_verdict"] == "supported").sum())
+        assert 0 < held < 8  # so that the exits of every scene would count otherwise
+        right, total = cpu_only.set_index("row").loc[label, "cpu_correct"].split("/")
+        assert int(total) == 8 + 2 * d * held and int(right) >= 8  # LP-1's 8 answers, then the held scenes' exits
+        m = margins.set_index("family").loc[family]
+        assert m["exits"] == 2 * d * held and m["with_margins"] > m["lp1"] > 0
+        lp1_label = label.replace("LP with margins", "LP-1")  # its LP-1 cell's solve, then the exits'
+        assert cpu_only.set_index("row").loc[label, "cpu_ms_per_256"] == pytest.approx(
+            cpu_only.set_index("row").loc[lp1_label, "cpu_ms_per_256"] + m["with_margins"] - m["lp1"])
+        assert cpu_only.set_index("row").loc[label, "cpu_e2e_ms_per_256"] == pytest.approx(m["with_margins_e2e"])
+    gpu_margins = margins.assign(device="gpu", with_margins=margins["with_margins"] / 4, lp1=margins["lp1"] / 4,
+                                 with_margins_e2e=margins["with_margins_e2e"] / 4)
+    both = seed002.device_table(pd.concat([rows, rows.assign(device="gpu", ms_per_256=rows["ms_per_256"] / 4)]),
+                                pd.concat([margins, gpu_margins]))
     assert list(both["gpu_ms_per_256"].astype(float) * 4) == pytest.approx(list(both["cpu_ms_per_256"].astype(float)))
-    margins = both.set_index("row")
-    assert margins.loc["planar LP with margins", "cpu_ms_per_256"] > margins.loc["planar LP-1", "cpu_ms_per_256"]
-    assert margins.loc["3D LP-1", "cpu_correct"] == "8/8"
+    assert list(both["gpu_correct"]) == list(both["cpu_correct"])
+    assert both.set_index("row").loc["3D LP-1", "cpu_correct"] == "8/8"
+    timed_out = seed002.device_table(rows, pd.concat([margins, gpu_margins.assign(state="timeout")]))
+    # a margins measurement that did not finish says so (here without GPU LP-1 rows as well)
+    assert list(timed_out.set_index("row")["gpu_ms_per_256"]) == ["not measured", "not measured", "timeout",
+                                                                  "not measured", "timeout"]
+    assert list(timed_out["cpu_ms_per_256"]) == list(cpu_only["cpu_ms_per_256"])
+    no_margins = seed002.device_table(rows)
+    assert list(no_margins.set_index("row")["cpu_ms_per_256"][["planar LP with margins", "3D LP with margins"]]) \
+        == ["not measured", "not measured"]
 
 
 @pytest.mark.parametrize("family, n", [("planar-box", 48), ("cube-3d", 24)])
