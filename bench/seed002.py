@@ -189,8 +189,8 @@ def device_margins(seed: int = 0, repeats: int = 5, scale: float = 1.0, devices:
         for _label, fam, source, spec in DEVICE_ROWS:
             if source != "margins":
                 continue
-            got = measure_sets([(fam, fam, {}, DEVICE_N)], spec, "float32", device, repeats, scale, timeout, seed,
-                               full=False)
+            got = measure_sets([(fam, fam, {}, device_scenes(scale))], spec, "float32", device, repeats, 1.0, timeout,
+                               seed, full=False)
             frames.append(got.assign(family=fam, device=device, solver_spec=spec))
     return pd.concat(frames, ignore_index=True)
 
