@@ -541,7 +541,9 @@ def ablate(
     run_dir = _execute(ctx, cells, [], out, run_id, False, timeout)
     rows = report.load_runs([run_dir])
     if table == "gpu":  # LP with margins, as check_batch computes it, on the LP-1 cells' scenes
-        margins = seed002.device_margins(seed, repeats, scale, devices, timeout)
+        from .margins import device_margins
+
+        margins = device_margins(seed, repeats, scale, devices, timeout)
         margins.to_csv(run_dir / "margins.csv", index=False)
         result = seed002.device_table(rows, margins)
     else:

@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import seed002
 from .seed002 import REPRODUCTION_SETS
 
 CASES_PER_REPORT = 256
@@ -75,7 +76,7 @@ def measure_set(label: str, family: str, params: dict, n: int, spec: str = "linr
                 device: str = "cpu", rounds: int = 7, seed: int = 0, full: bool = True) -> dict:
     """One set's row (see the module docstring). With ``full`` off only ``lp1``,
     ``with_margins`` and ``with_margins_e2e`` are timed and only the exits from LP-1's bases
-    counted (seed 002's device table, ``bench.seed002.device_margins``); the other columns
+    counted (seed 002's device table, ``device_margins``); the other columns
     are NaN or empty."""
     import problems
     import solvers
@@ -181,6 +182,24 @@ def measure_sets(sets, spec: str = "linrax-hold", dtype: str = "float32", device
                 {"set": label, "solver": f"{spec} {dtype}", "device": device, "scenes": scenes}
             rows.append({**row, "state": state, **({"reason": reason} if reason else {})})
     return pd.DataFrame(rows)
+
+
+def device_margins(seed: int = 0, repeats: int = 5, scale: float = 1.0, devices: tuple[str, ...] = ("cpu",),
+                   timeout: float = 600.0) -> pd.DataFrame:
+    """The measurements of seed 002's device table's "LP with margins" rows
+    (``bench.seed002.DEVICE_ROWS``, read by ``bench.seed002.device_table``): ``measure_sets``
+    (float32, ``repeats`` interleaved rounds, each family in a worker process with
+    ``timeout`` seconds) on the scenes of each margins row's LP-1 cell, per device; one row
+    per family and device, with columns ``family``, ``device`` and ``solver_spec`` added."""
+    frames = []
+    for device in devices:
+        for _label, fam, source, spec in seed002.DEVICE_ROWS:
+            if source != "margins":
+                continue
+            got = measure_sets([(fam, fam, {}, seed002.device_scenes(scale))], spec, "float32", device, repeats,
+                               1.0, timeout, seed, full=False)
+            frames.append(got.assign(family=fam, device=device, solver_spec=spec))
+    return pd.concat(frames, ignore_index=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -145,7 +145,7 @@ def reproduction_table(rows: pd.DataFrame) -> pd.DataFrame:
 #: ``lp1`` cell's time and answers; ``margins``: LP with margins as seed 002 defines it and
 #: ``bench.hold.check_batch`` computes it (LP-1 for every scene, then the 2d exit LPs of the
 #: scenes LP-1 verified supported, from LP-1's final bases; an unsupported scene's margin is
-#: ``-delta``), measured by ``bench.margins`` on the LP-1 cell's scenes (``device_margins``).
+#: ``-delta``), measured on the LP-1 cell's scenes by ``bench.margins.device_margins``.
 DEVICE_ROWS = (
     ("planar exact", "planar-box", "lp1", "exact-planar[jax]"),
     ("planar LP-1", "planar-box", "lp1", "linrax-hold"),
@@ -176,37 +176,18 @@ def device_cells(seed: int = 0, repeats: int = 5, scale: float = 1.0, devices: t
     return cells
 
 
-def device_margins(seed: int = 0, repeats: int = 5, scale: float = 1.0, devices: tuple[str, ...] = ("cpu",),
-                   timeout: float = 600.0) -> pd.DataFrame:
-    """The "LP with margins" rows' measurements: ``bench.margins.measure_sets`` (float32,
-    ``repeats`` interleaved rounds, each family in a worker process with ``timeout``
-    seconds) on the scenes of each margins row's LP-1 cell, per device; one row per family
-    and device, with columns ``family`` and ``device`` added."""
-    from .margins import measure_sets
-
-    frames = []
-    for device in devices:
-        for _label, fam, source, spec in DEVICE_ROWS:
-            if source != "margins":
-                continue
-            got = measure_sets([(fam, fam, {}, device_scenes(scale))], spec, "float32", device, repeats, 1.0, timeout,
-                               seed, full=False)
-            frames.append(got.assign(family=fam, device=device, solver_spec=spec))
-    return pd.concat(frames, ignore_index=True)
-
-
 def device_table(rows: pd.DataFrame, margins: pd.DataFrame | None = None,
                  devices: tuple[str, ...] = ("cpu", "gpu")) -> pd.DataFrame:
     """Seed 002's device table: one row per ``DEVICE_ROWS`` entry and, per device, the ms
     per 256 scenes of the solve and end to end (float32) and the answers right against HiGHS.
 
     An ``lp1`` row reads its cell's row of ``rows`` (run results). A ``margins`` row reads
-    ``margins`` (``device_margins``) and its LP-1 cell: the solve is the LP-1 cell's plus the
-    exits' ``run`` (timed in the margins worker, rounds interleaved with LP-1's, as
-    ``bench.margins`` times them), end to end the whole ``check_batch`` call (validation,
-    transfers and verification included: what a caller of ``check_batch`` waits), and the
-    answers right count the LP-1 cell's answers plus the exits of the scenes LP-1 verified
-    supported. A device without its rows reads "not measured"; a margins measurement that
+    ``margins`` (``bench.margins.device_margins``) and its LP-1 cell: the solve is the LP-1
+    cell's plus the exits' ``run`` (timed in the margins worker, rounds interleaved with
+    LP-1's, as ``bench.margins`` times them), end to end the whole ``check_batch`` call
+    (validation, transfers and verification included: what a caller of ``check_batch``
+    waits), and the answers right count the LP-1 cell's answers plus the exits of the
+    scenes LP-1 verified supported. A device without its rows reads "not measured"; a margins measurement that
     did not finish, its state."""
     table = summarize(rows, ["family", "kind", "solver_spec", "device"]).set_index(
         ["family", "kind", "solver_spec", "device"])
