@@ -197,6 +197,24 @@ def test_ablation_and_reproduction_tables_count_per_configuration():
     assert all(c.kind == "lp1" for c in rcells if str(c.solver) == "exact-planar")
 
 
+def test_the_reproduction_table_adds_every_scenes_exit_cell_to_lp1_and_says_so():
+    """The reproduction table's time adds the ``exit`` cell (the exit LPs of every scene) to
+    LP-1's, and its column says so: it is not seed 002's LP with margins (the held scenes'
+    exits only, ``bench.margins`` and the device table)."""
+    params = {"lp1": json.dumps({"disk": True, "kind": "lp1"}), "exit": json.dumps({"disk": True, "kind": "exit"})}
+    rows = pd.DataFrame({
+        "family": ["planar-box"] * 4, "kind": ["lp1", "lp1", "exit", "exit"],
+        "family_params": [params["lp1"]] * 2 + [params["exit"]] * 2, "solver_label": ["linrax-hold"] * 4,
+        "dtype": ["float32"] * 4, "outcome": ["correct", "uncertain", "correct", "correct"],
+        "ms_per_256": [1.5, 1.5, 7.0, 7.0], "case_hash": ["a", "b", "c", "d"]})
+    table = seed002.reproduction_table(rows)
+    assert "ms_per_256_with_margins" not in table
+    got = table.iloc[0]
+    assert (got["set"], got["cases"], got["right"], got["uncertain"], got["exits_right"]) == (
+        "planar random", 2, 1, 1, "2/2")
+    assert (got["ms_per_256_lp1"], got["ms_per_256_lp1_and_every_exit"]) == (1.5, 8.5)
+
+
 _FAMILY_PARAMS = [(fam, {**params, **extra}) for _l, fam, params, _n in seed002.REPRODUCTION_SETS + seed002.ABLATION_SETS
                   for extra in ({}, {"kind": "lp1"}, {"kind": "exit"}, {"kind": "exit", "disk": False})] + [
     ("planar-box", {}), ("legged", {"kind": "qp"}), ("cube-3d", {"base": "cube-3d"})]
