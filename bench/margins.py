@@ -188,18 +188,19 @@ def device_margins(seed: int = 0, repeats: int = 5, scale: float = 1.0, devices:
                    timeout: float = 600.0) -> pd.DataFrame:
     """The measurements of seed 002's device table's "LP with margins" rows
     (``bench.seed002.DEVICE_ROWS``, read by ``bench.seed002.device_table``): ``measure_sets``
-    (float32, ``repeats`` interleaved rounds, each family in a worker process with
-    ``timeout`` seconds) on the scenes of each margins row's LP-1 cell, per device; one row
-    per family and device, with columns ``family``, ``device`` and ``solver_spec`` added."""
-    frames = []
-    for device in devices:
-        for _label, fam, source, spec in seed002.DEVICE_ROWS:
-            if source != "margins":
-                continue
-            got = measure_sets([(fam, fam, {}, seed002.device_scenes(scale))], spec, "float32", device, repeats,
-                               1.0, timeout, seed, full=False)
-            frames.append(got.assign(family=fam, device=device, solver_spec=spec))
-    return pd.concat(frames, ignore_index=True)
+    (float32, ``repeats`` interleaved rounds, one worker process per device and solver for
+    its families, ``timeout`` seconds each) on the scenes of each margins row's LP-1 cell;
+    one row per family and device, with columns ``family``, ``device`` and ``solver_spec``
+    added."""
+    by_spec: dict[str, list[str]] = {}
+    for _label, fam, source, spec in seed002.DEVICE_ROWS:
+        if source == "margins":
+            by_spec.setdefault(spec, []).append(fam)
+    n = seed002.device_scenes(scale)
+    frames = [measure_sets([(fam, fam, {}, n) for fam in families], spec, "float32", device, repeats, 1.0, timeout,
+                           seed, full=False).assign(device=device, solver_spec=spec)
+              for device in devices for spec, families in by_spec.items()]
+    return pd.concat(frames, ignore_index=True).assign(family=lambda t: t["set"])
 
 
 def main(argv: list[str] | None = None) -> int:
