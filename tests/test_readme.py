@@ -63,10 +63,24 @@ def test_readme_is_a_short_manual_and_its_links_resolve():
 
 
 def test_every_link_in_the_docs_resolves():
-    for page in (ROOT / "docs").glob("*.md"):
+    pages = sorted((ROOT / "docs").rglob("*.md"))
+    assert any(page.parent.name == "history" for page in pages)
+    for page in pages:
         for link in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
             if not link.startswith(("http", "file:", "mailto:")):
-                assert (page.parent / link).resolve().exists(), f"{page.name}: {link}"
+                assert (page.parent / link).resolve().exists(), f"{page.relative_to(ROOT)}: {link}"
+
+
+def test_every_lab_notebook_is_linked_from_the_manual_page_it_belongs_to():
+    """docs/history/ holds the session-by-session notebooks; each is reached from a page of
+    the manual (which README links), and links back to it."""
+    manual = {page: page.read_text() for page in (ROOT / "docs").glob("*.md")}
+    for notebook in sorted((ROOT / "docs" / "history").glob("*.md")):
+        parents = [page for page, text in manual.items() if f"(history/{notebook.name}" in text]
+        assert parents, f"docs/history/{notebook.name} is linked from no page of docs/"
+        text = notebook.read_text()
+        assert any(f"(../{page.name}" in text for page in parents), \
+            f"docs/history/{notebook.name} does not link back to {[page.name for page in parents]}"
 
 
 def test_the_layout_names_every_module():
