@@ -20,9 +20,22 @@ def _conditioned(rng, m, cond):
     return q1 @ np.diag(np.geomspace(1.0, 1.0 / cond, m)) @ q2
 
 
-# jitted once: a shape seen before is not compiled again (``small.inv`` run eagerly compiled
-# each of its unrolled steps' operations per example: 40 s for the test's 25 examples)
+# jitted once: a shape seen before is not compiled again, and a function run eagerly compiles
+# each of its operations alone (``small.inv`` so: 40 s for one test's 25 examples). The
+# Hypothesis tests below call these, the expected values jitted too (one program per shape).
 _SOLVE, _INV = jax.jit(small.solve), jax.jit(small.inv)
+_MATMUL, _VECMAT = jax.jit(small.matmul), jax.jit(small.vecmat)
+_WITH_ROW = jax.jit(jax.vmap(small.with_row))
+_SCATTER_ROW = jax.jit(jax.vmap(lambda M, i, row: M.at[i].set(row)))  # what ``with_row`` replaces
+
+
+@jax.jit
+def _indices(v):
+    """``small.argmin`` and ``jnp.argmin`` of each row of ``v``, then ``small.first_true`` and
+    ``jnp.argmax`` of ``v < 1``, under ``vmap``: one program per shape."""
+    flags = v < 1.0
+    return (jax.vmap(small.argmin)(v), jax.vmap(jnp.argmin)(v),
+            jax.vmap(small.first_true)(flags), jax.vmap(jnp.argmax)(flags))
 
 
 @settings(max_examples=25, deadline=None)
@@ -74,9 +87,9 @@ def test_products_match_numpy(m, k, n, seed):
     A, X, v = rng.normal(size=(m, k)), rng.normal(size=(k, n)), rng.normal(size=m)
     f32 = lambda a: jnp.asarray(a, jnp.float32)  # noqa: E731
     tol = 1e-5 * max(k, m)
-    np.testing.assert_allclose(np.asarray(small.matmul(f32(A), f32(X))), A @ X, atol=tol * 10, rtol=1e-5)
-    np.testing.assert_allclose(np.asarray(small.matmul(f32(A), f32(X[:, 0]))), A @ X[:, 0], atol=tol * 10, rtol=1e-5)
-    np.testing.assert_allclose(np.asarray(small.vecmat(f32(v), f32(A))), v @ A, atol=tol * 10, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(_MATMUL(f32(A), f32(X))), A @ X, atol=tol * 10, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(_MATMUL(f32(A), f32(X[:, 0]))), A @ X[:, 0], atol=tol * 10, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(_VECMAT(f32(v), f32(A))), v @ A, atol=tol * 10, rtol=1e-5)
 
 
 _ENTRIES = st.sampled_from([0.0, 1.0, -1.0, 2.5, -3.0, np.inf, -np.inf, np.nan, 1e-30])
@@ -90,12 +103,9 @@ def test_argmin_and_first_true_pick_the_index_jnp_picks(rows):
     """``small.argmin`` and ``small.first_true`` are ``jnp.argmin`` and ``jnp.argmax`` of a
     boolean, index for index, under ``vmap`` and on both sides of ``ARGMIN_MIN_LENGTH``: ties
     go to the first, a NaN wins, all ``+inf`` (or no ``True``) gives 0."""
-    v = jnp.asarray(np.array(rows, dtype=np.float32))
-    got = np.asarray(jax.jit(jax.vmap(small.argmin))(v))
-    np.testing.assert_array_equal(got, np.asarray(jax.vmap(jnp.argmin)(v)))
-    flags = v < 1.0
-    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(small.first_true))(flags)),
-                                  np.asarray(jax.vmap(jnp.argmax)(flags)))
+    got, expected, got_true, expected_true = map(np.asarray, _indices(jnp.asarray(np.array(rows, dtype=np.float32))))
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(got_true, expected_true)
 
 
 def test_argmin_takes_the_two_reduction_form_for_long_vectors():
@@ -127,12 +137,10 @@ def test_with_row_is_the_scatter_it_replaces(m, n, seed):
     M = jnp.asarray(rng.normal(size=(16, m, n)).astype(np.float32))
     rows = jnp.asarray(rng.normal(size=(16, n)).astype(np.float32))
     at = jnp.asarray(rng.integers(0, m, size=16))
-    expected = jax.vmap(lambda M, i, r: M.at[i].set(r))(M, at, rows)
-    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(small.with_row))(M, at, rows)), np.asarray(expected))
+    np.testing.assert_array_equal(np.asarray(_WITH_ROW(M, at, rows)), np.asarray(_SCATTER_ROW(M, at, rows)))
     basis = jnp.asarray(rng.integers(0, 50, size=(16, m)).astype(np.int32))
     col = jnp.asarray(rng.integers(0, 50, size=16).astype(np.int32))
-    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(small.with_row))(basis, at, col)),
-                                  np.asarray(jax.vmap(lambda b, i, c: b.at[i].set(c))(basis, at, col)))
+    np.testing.assert_array_equal(np.asarray(_WITH_ROW(basis, at, col)), np.asarray(_SCATTER_ROW(basis, at, col)))
 
 
 def _solve_writing_row_j_by_scatter(B, X):
