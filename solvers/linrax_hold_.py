@@ -123,8 +123,8 @@ SEED_EXIT_CAP = 10.0
 #: loops is elementwise on small arrays, so per piece XLA:CPU's cost per operation weighs:
 #: in pieces of 4,096 instead of ``chunk``'s 1,024, seed 002's planar exits took 0.79-0.80x
 #: the time and its 3D exits 0.93-1.01x, with the same bits (LP-1 in pieces of 4,096 took
-#: 1.06x on planar-box, 1.6x on cube-3d: ``chunk`` stays 1,024; docs/history/gpu-scale-sessions.md,
-#: nineteenth session).
+#: 1.06x on planar-box, 1.6x on cube-3d: ``chunk`` stays 1,024;
+#: docs/history/gpu-scale-sessions.md, nineteenth session).
 EXIT_CHUNK = 4096
 #: on a CPU, a piece holds at most this many KiB of tableaux (``piece_kib``): the L2 cache of
 #: a core of this project's VM. A vmapped pivot loop runs until the slowest LP of its piece
@@ -132,8 +132,8 @@ EXIT_CHUNK = 4096
 #: cell's settings (one XLA thread), cube-3d LP-1 at 4,096 scenes took 169 ms in pieces of 64
 #: against 288 in pieces of 1,024, and seed 002's 3D exits 23-26 ms per 256 scenes in pieces
 #: of 64-128 against 30-31 in pieces of 4,096; planar LP-1 keeps its pieces of 1,024 and
-#: planar exits in pieces of 1,280 took 0.91-1.02x the time of 4,096 (docs/history/gpu-scale-sessions.md,
-#: twentieth session).
+#: planar exits in pieces of 1,280 took 0.91-1.02x the time of 4,096
+#: (docs/history/gpu-scale-sessions.md, twentieth session).
 PIECE_KIB = 512
 OLD_EXIT_CAP = 1000.0
 
