@@ -45,7 +45,6 @@ import numpy as np
 import pandas as pd
 
 from . import seed002
-from .seed002 import REPRODUCTION_SETS
 
 CASES_PER_REPORT = 256
 
@@ -212,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0,
                         help="shrink each set to this share of its scenes (at least 8; default 1)")
     parser.add_argument("--sets", nargs="*", default=None, metavar="LABEL",
-                        help="the reproduction sets to run (default all): " + ", ".join(s[0] for s in REPRODUCTION_SETS))
+                        help="the reproduction sets to run (default all): "
+                             + ", ".join(s[0] for s in seed002.REPRODUCTION_SETS))
     parser.add_argument("--out", type=Path, default=None, help="also write the table as CSV here")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per set (default 900)")
     args = parser.parse_args(argv)
@@ -222,11 +222,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--timeout: expected seconds > 0, got {args.timeout}")
     if not 0 < args.scale <= 1:
         parser.error(f"--scale: expected a number in (0, 1], got {args.scale}")
-    known = [s[0] for s in REPRODUCTION_SETS]
+    known = [s[0] for s in seed002.REPRODUCTION_SETS]
     unknown = [s for s in args.sets or () if s not in known]
     if unknown:
         parser.error(f"--sets: unknown set(s) {unknown}; expected some of {known}")
-    sets = [s for s in REPRODUCTION_SETS if not args.sets or s[0] in args.sets]
+    sets = [s for s in seed002.REPRODUCTION_SETS if not args.sets or s[0] in args.sets]
     table = measure_sets(sets, args.solver, args.dtype, args.device, args.rounds, args.scale, args.timeout)
     print(table.to_markdown(index=False, floatfmt=".2f"))
     if args.out is not None:

@@ -198,10 +198,13 @@ def device_table(rows: pd.DataFrame, margins: pd.DataFrame | None = None,
         row = {"row": label, "solver": spec}
         for device in devices:
             key = (fam, "lp1", canonical, device)
-            found = None if margins is None else margins[(margins["family"] == fam) & (margins["device"] == device)
-                                                         & (margins["solver_spec"] == spec)]
-            state = "done" if source == "lp1" else "not measured" if found is None or found.empty else \
-                str(found.iloc[0].get("state", "done"))  # a margins worker that timed out or failed says so
+            m, state = None, "done"
+            if source == "margins":  # its measurement, or why there is none (a worker that timed out says so)
+                found = None if margins is None else margins[(margins["family"] == fam)
+                                                             & (margins["device"] == device)
+                                                             & (margins["solver_spec"] == spec)]
+                m = None if found is None or found.empty else found.iloc[0]
+                state = "not measured" if m is None else str(m.get("state", "done"))
             if state == "done" and key not in table.index:  # (a margins row counts its LP-1 cell's answers)
                 state = "not measured"
             if state != "done":
@@ -213,9 +216,7 @@ def device_table(rows: pd.DataFrame, margins: pd.DataFrame | None = None,
                 row[f"{device}_ms_per_256"] = float(lp1["ms_per_256"])
                 row[f"{device}_e2e_ms_per_256"] = float(lp1["end_to_end_ms_per_256"])
                 row[f"{device}_correct"] = f"{int(lp1['correct'])}/{int(lp1['n'])}"
-            else:
-                m = found.iloc[0]
-                # the LP-1 cell's solve plus the exits' run, timed beside LP-1 in the margins worker
+            else:  # the LP-1 cell's solve plus the exits' run, timed beside LP-1 in the margins worker
                 row[f"{device}_ms_per_256"] = float(lp1["ms_per_256"]) + float(m["with_margins"] - m["lp1"])
                 row[f"{device}_e2e_ms_per_256"] = float(m["with_margins_e2e"])
                 row[f"{device}_correct"] = (f"{int(lp1['correct']) + int(m['exits_correct_from_lp1'])}"
