@@ -725,13 +725,14 @@ def compare_cmd(
         style = "red" if any(w in r["verdict"] for w in compare.WORSE) else colours.get(r["verdict"], "green")
         table.add_row(*[escape(str(v)) for v in r], style=style)
     console.print(table)
-    for label, only in (("only in BASE", result.only_base), ("only in NEW", result.only_new)):
+    for label, only in (("missing in NEW, worse", result.only_base), ("only in NEW", result.only_new)):
         if len(only):
             console.print(f"{label} ({len(only)}): " + "; ".join(
                 escape(f"{r.solver_spec} {r.dtype} {r.device} {r.family_label}/{r.kind} n={r.n_scenes}")
                 for r in only.itertuples()))
     worse = int(result.table["worse"].sum()) if len(result.table) else 0
-    console.print(f"{len(result.table)} configurations compared, {worse} worse")
+    missing = f", {len(result.only_base)} missing in NEW" if len(result.only_base) else ""
+    console.print(f"{len(result.table)} configurations compared, {worse} worse{missing}")
     raise typer.Exit(1 if result.worse else 0)
 
 

@@ -8,13 +8,18 @@ per outcome the change of its rate (NEW minus BASE, distinct cases, ``bench.resu
 with a conservative interval (the difference of the two Clopper-Pearson intervals). The
 verdicts of a row:
 
-* ``slower`` / ``faster`` only when the time-ratio interval lies wholly beyond the threshold
-  (above ``threshold``, below ``1 / threshold``);
-* ``less correct`` / ``more correct`` only when the correct-rate intervals separate;
-* ``less safe`` / ``safer`` only when the false-accept-rate intervals separate;
+* ``slower`` / ``faster`` when the time-ratio interval lies wholly beyond the threshold
+  (above ``threshold``, below ``1 / threshold``); where either run has too few repeats for
+  an interval, when the plain ratio does, marked ``(no interval)``;
+* ``less correct`` / ``more correct`` when a one-sided two-proportion test (Fisher's exact,
+  ``bench.stats.rate_increase_p``) finds the change at level ``1 - confidence``;
+* ``less safe`` / ``safer`` likewise for the false-accept rate; ``new false accepts`` where
+  NEW has false accepts and BASE had none, however few (a rare event is never ``same``);
+* ``failed`` where every case of the configuration failed in NEW but not in BASE;
 * else ``same``.
 
-``worse`` is any of slower, less correct, less safe. Configurations present in one run only
+``worse`` is any of slower, less correct, less safe, new false accepts, failed; a
+configuration of BASE missing in NEW is worse too. Configurations present in one run only
 are listed apart. ``notes`` says where the runs differ in what may explain a difference:
 the machine (host, CPU), the engine layout (workers, cells at once, exclusive), the grid
 (seed, repeats, timeout, preset: ``run.json``'s ``grid``), package versions, XLA and
@@ -38,7 +43,7 @@ from .rundir import read_manifest
 #: what names a configuration across two runs
 KEYS = ["solver_spec", "dtype", "device", "family_label", "kind", "n_scenes"]
 #: verdicts that count as a regression (exit 1)
-WORSE = ("slower", "less correct", "less safe")
+WORSE = ("slower", "less correct", "less safe", "new false accepts", "failed")
 #: env columns whose difference between the runs is noted
 NOTED_ENV = ("env_host", "env_cpu", "env_python", "env_numpy", "env_scipy", "env_highspy", "env_jax", "env_jaxlib",
              "env_linrax", "env_solver_versions", "env_xla_flags", "env_malloc", "env_pjrt_nproc",
@@ -65,8 +70,8 @@ class Comparison:
 
     @property
     def worse(self) -> bool:
-        """True when some configuration got slower, less correct or less safe."""
-        return bool(self.table["worse"].any()) if len(self.table) else False
+        """True when some configuration got worse (``WORSE``) or is missing in NEW."""
+        return bool(len(self.only_base)) or (bool(self.table["worse"].any()) if len(self.table) else False)
 
     def to_json(self) -> dict:
         """A JSON-ready dict of the whole comparison (NaN as None)."""
@@ -100,19 +105,57 @@ def _select(rows: pd.DataFrame, family: str | None, kind: str | None, which: str
 
 def _rates(rows: pd.DataFrame, confidence: float) -> pd.DataFrame:
     counts = results.case_counts(rows, KEYS)
-    return intervals.add_rates(counts, ["correct", "false_accept", "uncertain", "failed"], confidence)
+    rates = intervals.add_rates(counts, ["correct", "false_accept", "uncertain", "failed"], confidence)
+    errored = rows.assign(_failed=rows["error_type"].astype(str).ne("") if "error_type" in rows else False)
+    cell_failed = errored.groupby(KEYS, dropna=False)["_failed"].all().rename("cell_failed").reset_index()
+    return rates.merge(cell_failed, on=KEYS, how="left")
+
+
+def _time_verdict(ratio: float, low: float, high: float, threshold: float) -> str | None:
+    """``slower`` / ``faster`` from the ratio's interval, or from the plain ratio (marked ``(no
+    interval)``) where there is none; None within the threshold."""
+    if np.isfinite(low) and np.isfinite(high):
+        return "slower" if low > threshold else "faster" if high < 1 / threshold else None
+    if np.isfinite(ratio):
+        return "slower (no interval)" if ratio > threshold else "faster (no interval)" if ratio < 1 / threshold else None
+    return None
+
+
+def _rate_verdicts(r, alpha: float) -> list[str]:
+    """The correct-rate and false-accept-rate verdicts of one merged rates row."""
+    out = []
+    counts = {o: (int(r[f"{o}_new"]), int(r["cases_new"]), int(r[f"{o}_base"]), int(r["cases_base"]))
+              for o in ("correct", "false_accept")}
+    k_new, n_new, k_base, n_base = counts["correct"]
+    if stats.rate_increase_p(k_base, n_base, k_new, n_new) < alpha:
+        out.append("less correct")
+    elif stats.rate_increase_p(k_new, n_new, k_base, n_base) < alpha:
+        out.append("more correct")
+    k_new, n_new, k_base, n_base = counts["false_accept"]
+    if stats.rate_increase_p(k_new, n_new, k_base, n_base) < alpha:
+        out.append("less safe")
+    elif k_new > 0 and k_base == 0:
+        out.append("new false accepts")
+    elif stats.rate_increase_p(k_base, n_base, k_new, n_new) < alpha:
+        out.append("safer")
+    return out
 
 
 def compare(base_dirs: list[Path | str], new_dirs: list[Path | str], threshold: float = 1.1,
             confidence: float = 0.95, family: str | None = None, kind: str | None = None) -> Comparison:
     """Compare the runs ``new_dirs`` with ``base_dirs`` (see the module docstring).
-    ``ProblemError`` for a bad threshold or confidence, or runs without readable results."""
+    ``ProblemError`` for a bad threshold or confidence, runs without readable results, or runs
+    that share no configuration (nothing to compare)."""
     threshold = check_threshold(threshold)
     confidence = intervals.check_confidence(confidence)
     base = _select(results.load(base_dirs), family, kind, "BASE")
     new = _select(results.load(new_dirs), family, kind, "NEW")
     rates_base, rates_new = _rates(base, confidence), _rates(new, confidence)
     both = rates_base.merge(rates_new, on=KEYS, suffixes=("_base", "_new"))
+    if both.empty:
+        raise ProblemError("nothing to compare: BASE and NEW share no configuration "
+                           f"(solver, dtype, device, family, kind, scenes); BASE has {len(rates_base)}, "
+                           f"NEW {len(rates_new)}")
     times_base, times_new = intervals.time_samples(base, KEYS), intervals.time_samples(new, KEYS)
     records = []
     for _, r in both.iterrows():
@@ -127,26 +170,17 @@ def compare(base_dirs: list[Path | str], new_dirs: list[Path | str], threshold: 
             rec[f"{o}_change"] = r[f"{o}_rate_new"] - r[f"{o}_rate_base"]
             rec[f"{o}_change_low"] = r[f"{o}_low_new"] - r[f"{o}_high_base"]
             rec[f"{o}_change_high"] = r[f"{o}_high_new"] - r[f"{o}_low_base"]
-        verdicts = []
-        if np.isfinite(low) and low > threshold:
-            verdicts.append("slower")
-        elif np.isfinite(high) and high < 1 / threshold:
-            verdicts.append("faster")
-        if r["correct_high_new"] < r["correct_low_base"]:
-            verdicts.append("less correct")
-        elif r["correct_low_new"] > r["correct_high_base"]:
-            verdicts.append("more correct")
-        if r["false_accept_low_new"] > r["false_accept_high_base"]:
-            verdicts.append("less safe")
-        elif r["false_accept_high_new"] < r["false_accept_low_base"]:
-            verdicts.append("safer")
+        if bool(r["cell_failed_new"]) and not bool(r["cell_failed_base"]):
+            verdicts = ["failed"]
+        else:
+            verdicts = [v for v in [_time_verdict(ratio, low, high, threshold)] if v]
+            verdicts += _rate_verdicts(r, 1.0 - confidence)
         rec["verdict"] = ", ".join(verdicts) or "same"
-        rec["worse"] = any(v in WORSE for v in verdicts)
+        rec["worse"] = any(v.split(" (")[0] in WORSE for v in verdicts)
         records.append(rec)
-    table = pd.DataFrame(records, columns=None if records else KEYS + ["verdict", "worse"])
-    if len(table):
-        table = table.sort_values(["worse", "family_label", "kind", "n_scenes", "solver_spec"],
-                                  ascending=[False, True, True, True, True]).reset_index(drop=True)
+    table = pd.DataFrame(records)
+    table = table.sort_values(["worse", "family_label", "kind", "n_scenes", "solver_spec"],
+                              ascending=[False, True, True, True, True]).reset_index(drop=True)
     keys_base = rates_base[KEYS].drop_duplicates()
     keys_new = rates_new[KEYS].drop_duplicates()
     only_base = keys_base.merge(keys_new, on=KEYS, how="left", indicator=True)
@@ -154,6 +188,9 @@ def compare(base_dirs: list[Path | str], new_dirs: list[Path | str], threshold: 
     only_base = only_base[only_base["_merge"] == "left_only"].drop(columns="_merge").reset_index(drop=True)
     only_new = only_new[only_new["_merge"] == "left_only"].drop(columns="_merge").reset_index(drop=True)
     notes = _notes(base, new, base_dirs, new_dirs)
+    if any("(no interval)" in v for v in table["verdict"]):
+        notes.append("some runs have too few timed repeats for an interval: their time verdicts compare the plain "
+                     f"ratio with the threshold x{threshold:g} (marked 'no interval')")
     return Comparison(table, only_base, only_new, notes, threshold, confidence)
 
 

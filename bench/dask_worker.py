@@ -44,7 +44,7 @@ def dask_setup(worker) -> None:
     ``ClosingHeartbeatFilter``, and it starts the cell processes of the dtypes named in
     ``WARM_ENV`` (``warm_pool``)."""
     logging.getLogger("distributed.worker").addFilter(ClosingHeartbeatFilter(worker))
-    dtypes = [d for d in os.environ.pop(WARM_ENV, "").split(",") if d]
+    dtypes = [d for d in os.environ.get(WARM_ENV, "").split(",") if d]
     if dtypes:
         warm_pool(dtypes, worker)
 
@@ -64,11 +64,10 @@ def worker_pool(worker=None):
     if pool is None:
         from solvers._jax import DEVICE_INDEX_ENV
 
-        # the cells' processes (spawned below, inheriting the environment) solve on this
-        # worker's device: the embedded cluster's worker i on device i (modulo the count)
+        # the cells' processes solve on this worker's device: the embedded cluster's worker i
+        # on device i (modulo the count), unless the user's environment names one
         name = str(worker.name)
-        os.environ.setdefault(DEVICE_INDEX_ENV, name if name.isdigit() else "0")
-        pool = worker._contactbench_pool = LocalPool()
+        pool = worker._contactbench_pool = LocalPool({DEVICE_INDEX_ENV: name if name.isdigit() else "0"})
     return worker, pool
 
 

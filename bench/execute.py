@@ -1,6 +1,6 @@
 """The execution backend: isolated, reusable worker processes that run cells.
 
-One ``spawn`` worker per dtype (float32 and float64 JAX never share a process), reused for
+One worker process per dtype (float32 and float64 JAX never share a process), reused for
 the next cell of that dtype so that imports and JAX start-up are paid once. The parent
 waits at most ``timeout`` seconds per cell; a hang is killed, a crash is caught, a worker
 that uses no CPU for ``STALL_SECONDS`` (a wedged XLA runtime) is killed and the cell retried
@@ -16,7 +16,6 @@ the worker.)
 from __future__ import annotations
 
 import contextlib
-import multiprocessing as mp
 import os
 import sys
 import time
@@ -72,6 +71,13 @@ def _serve(conn, parent_pid: int) -> None:
             sys.stdout.flush()
             sys.stderr.flush()
         conn.send(answer)
+
+
+def serve_fd(fd: int, parent_pid: int) -> None:
+    """A worker process's entry point: ``_serve`` on the socket ``fd`` its parent passed."""
+    from multiprocessing.connection import Connection
+
+    _serve(Connection(fd), parent_pid)
 
 
 def exit_if_orphaned(parent_pid: int) -> None:
@@ -177,50 +183,42 @@ def worker_xla_flags(current: str | None) -> str:
     return f"{current} {WORKER_XLA_FLAG}".strip()
 
 
-@contextlib.contextmanager
-def _children_allowed():
-    """Let this process start a worker even when it is itself a daemonic process (a Dask
-    worker started the standard way, ``dask worker ADDR``, runs its tasks in one).
-    ``multiprocessing`` refuses children of daemonic processes because they would be left
-    behind when their parent is killed; ours are not: each asks the kernel to kill it when
-    its parent thread dies (``PR_SET_PDEATHSIG``, ``_die_with_parent``)."""
-    me = mp.current_process()
-    daemonic = me._config.get("daemon", False)
-    if daemonic:
-        me._config["daemon"] = False
-    try:
-        yield
-    finally:
-        if daemonic:
-            me._config["daemon"] = True
-
-
 #: how the reason of a job that raised starts (``_Worker.run``; the rest is "<type>: <text>")
 RAISED = "worker raised outside the solver: "
 
 
-class _Worker:
-    """One reusable worker process (see module docstring); ``run`` returns (state, reason)."""
+def worker_environment(defaults: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a worker process starts with: this process's, plus the worker settings
+    the user did not set (``WORKER_MALLOC_ENV``, ``WORKER_THREAD_ENV``, ``WORKER_GPU_ENV``,
+    ``defaults``, ``worker_xla_flags``) and this process's import path. Built as a copy: the
+    process-wide ``os.environ`` is never changed, so threads that read it meanwhile (Dask's
+    config) see it whole."""
+    env = dict(os.environ)
+    env.update({**worker_malloc_env(), **worker_thread_env(), **worker_gpu_env(), **_unset_by_user(defaults or {})})
+    env["XLA_FLAGS"] = worker_xla_flags(os.environ.get("XLA_FLAGS"))
+    paths = [p for p in sys.path if p] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    return env
 
-    def __init__(self, ctx) -> None:
-        self.conn, child = ctx.Pipe()
+
+class _Worker:
+    """One reusable worker process (see module docstring); ``run`` returns (state, reason).
+
+    The process is started with its own environment (``worker_environment``) and talks over
+    a socket pair (``multiprocessing.connection.Connection``: pickled jobs and answers)."""
+
+    def __init__(self, defaults: dict[str, str] | None = None) -> None:
+        import socket
+        import subprocess
+        from multiprocessing.connection import Connection
+
+        ours, theirs = socket.socketpair()
+        with ours, theirs:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", f"from bench.execute import serve_fd; serve_fd({theirs.fileno()}, {os.getpid()})"],
+                env=worker_environment(defaults), pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
+            self.conn = Connection(os.dup(ours.fileno()))
         self.ready = False
-        self.proc = ctx.Process(target=_serve, args=(child, os.getpid()), daemon=True)
-        saved = os.environ.get("XLA_FLAGS")
-        extra_env = {**worker_malloc_env(), **worker_thread_env(), **worker_gpu_env()}
-        os.environ["XLA_FLAGS"] = worker_xla_flags(saved)  # inherited by the spawned worker
-        os.environ.update(extra_env)
-        try:
-            with _children_allowed():
-                self.proc.start()
-        finally:
-            if saved is None:
-                os.environ.pop("XLA_FLAGS", None)
-            else:
-                os.environ["XLA_FLAGS"] = saved
-            for key in extra_env:
-                os.environ.pop(key, None)
-        child.close()
 
     def cpu_seconds(self) -> float | None:
         """User + system CPU seconds of the worker (Linux ``/proc``), None where unknown."""
@@ -229,6 +227,12 @@ class _Worker:
             return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         except (OSError, ValueError, IndexError):
             return None
+
+    def _join(self, seconds: float | None) -> None:
+        import subprocess
+
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(seconds)
 
     def run(self, job: tuple, timeout: float, stall: float | None = None) -> tuple[str, str]:
         """Send a job and wait for it: ``done``, ``timeout``, ``stalled`` (no CPU used for
@@ -256,27 +260,28 @@ class _Worker:
                     return "stalled", f"worker used no CPU for {stall:g} s (wedged) and was killed"
             answer = self.conn.recv()
         except (EOFError, OSError, BrokenPipeError):
-            self.proc.join(5)
-            return "crashed", f"worker exited with code {self.proc.exitcode} without results"
+            self._join(5)
+            return "crashed", f"worker exited with code {self.proc.returncode} without results"
         if answer == "ok":
             return "done", ""
         return "crashed", f"{RAISED}{str(answer).removeprefix('error: ')}"
 
     @property
     def alive(self) -> bool:
-        return self.proc.is_alive()
+        return self.proc.poll() is None
 
     def kill(self) -> None:
-        if self.proc.is_alive():
+        if self.alive:
             self.proc.kill()
-        self.proc.join()
+        self._join(None)
+        self.conn.close()
 
     def close(self) -> None:
         try:
             self.conn.send(None)
         except (OSError, BrokenPipeError):
             pass
-        self.proc.join(10)
+        self._join(10)
         self.kill()
 
 
@@ -289,12 +294,13 @@ def log_tail(path: Path, lines: int = 30) -> str:
 
 class LocalPool:
     """Workers of this machine, one per dtype (see module docstring). Use as a context
-    manager; ``run(job, dtype, timeout)`` returns ``(state, reason)``."""
+    manager; ``run(job, dtype, timeout)`` returns ``(state, reason)``. ``defaults``:
+    environment variables the workers get unless the user's environment sets them."""
 
-    def __init__(self) -> None:
+    def __init__(self, defaults: dict[str, str] | None = None) -> None:
         import threading
 
-        self.ctx = mp.get_context("spawn")
+        self.defaults = dict(defaults or {})
         self.workers: dict[str, _Worker] = {}
         self._lock = threading.Lock()  # ``warm`` (a Dask worker's event loop) beside ``run`` (its task thread)
 
@@ -312,11 +318,11 @@ class LocalPool:
         with self._lock:
             worker = self.workers.get(dtype)
             if worker is None or not worker.alive:
-                worker = self.workers[dtype] = _Worker(self.ctx)
+                worker = self.workers[dtype] = _Worker(self.defaults)
         state, reason = worker.run(job, timeout, stall)
         if state == "stalled":  # wedged, not slow: once more in a fresh worker
             with self._lock:
-                worker = self.workers[dtype] = _Worker(self.ctx)
+                worker = self.workers[dtype] = _Worker(self.defaults)
             state, reason = worker.run(job, timeout, stall)
             if state != "done":
                 reason = f"{reason} (also on a retry in a fresh worker)"
@@ -332,7 +338,7 @@ class LocalPool:
             worker = self.workers.get(dtype)
             if worker is not None and worker.alive:
                 return False
-            self.workers[dtype] = _Worker(self.ctx)
+            self.workers[dtype] = _Worker(self.defaults)
             return True
 
     def close(self) -> None:

@@ -459,17 +459,20 @@ def publish_single_file(run_dirs: list[Path | str], file: Path | str,
                         compare_with: list[Path | str] | None = None, threshold: float = 1.1) -> Site:
     """The dashboard of ``run_dirs`` (as ``publish``) as one self-contained HTML file ``file``
     (``bench.single_file``: Plotly and the data inlined, every page in it, offline), written
-    whole or not at all. ``ProblemError`` when ``file`` is a folder or does not end in
-    ``.html``, and as ``publish``."""
+    whole or not at all. ``ProblemError`` when ``file`` is a folder, does not end in
+    ``.html``, is not a file contactbench wrote, or lies in a run directory
+    (``bench.rundir.check_output_file``), and as ``publish``."""
     import tempfile
 
-    from .single_file import bundle
+    from .rundir import check_output_file
+    from .single_file import FILE_MARKER, bundle
 
     file = Path(file)
     if file.suffix.lower() not in (".html", ".htm"):
         raise ProblemError(f"--single-file: expected a file name ending in .html, got {str(file)!r}")
     if file.is_dir():
         raise ProblemError(f"--single-file: {str(file)!r} is a folder; name the HTML file to write")
+    check_output_file(file, FILE_MARKER, [Path(d) for d in run_dirs])
     run_dirs, rows, confidence, versus = _inputs(run_dirs, confidence, compare_with, threshold)
     file.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".contactbench-site-", dir=file.parent) as tmp:

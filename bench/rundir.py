@@ -206,6 +206,31 @@ def check_output_dir(target: Path, inputs: list[Path] = ()) -> None:
                            "it is never replaced: choose an empty or new folder")
 
 
+def check_output_file(target: Path, marker: str, inputs: list[Path] = ()) -> None:
+    """Raise ``ProblemError`` naming ``--single-file`` unless ``target`` may be (re)written by
+    contactbench: missing, or a regular file whose first 4 KiB hold ``marker`` (a file
+    contactbench wrote); and not inside one of ``inputs`` or any other run directory (a folder
+    holding ``run.json``). A user's own file, a FIFO, a device or a link is never replaced."""
+    target = Path(target)
+    resolved = target.parent.resolve() / target.name
+    for source in inputs:
+        if _inside(resolved, Path(source).resolve()):
+            raise ProblemError(f"--single-file: {str(target)!r} is inside the run directory {str(source)!r} being "
+                               "read; choose a path outside it")
+    for folder in resolved.parents:
+        if (folder / "run.json").is_file():
+            raise ProblemError(f"--single-file: {str(target)!r} is inside the run directory {str(folder)!r}; "
+                               "choose a path outside it")
+    if target.is_symlink() or (target.exists() and not target.is_file()):
+        raise ProblemError(f"--single-file: {str(target)!r} exists and is not a regular file; choose another path")
+    if target.exists():
+        with open(target, "rb") as file:
+            head = file.read(4096)
+        if marker.encode() not in head:
+            raise ProblemError(f"--single-file: {str(target)!r} is a file contactbench did not write; it is never "
+                               "replaced: choose a new path")
+
+
 def replace_output_dir(target: Path | str, build: Callable[[Path], T], inputs: list[Path] = ()) -> T:
     """Build an output folder with ``build(tmp)`` in a temporary folder beside ``target``,
     mark it, and swap it in (see module docstring); on any failure the temporary folder is

@@ -62,6 +62,11 @@ def _escape_template(html: str) -> str:
     return html.replace("</template", "<\\/template")
 
 
+#: the line every single-file dashboard carries (after its doctype): a file holding it was
+#: written by contactbench and may be replaced (``bench.rundir.check_output_file``)
+FILE_MARKER = "<!-- written by contactbench: this file is replaced on the next write -->"
+
+
 def bundle(site: Path | str, pages: list[str]) -> str:
     """One self-contained HTML document of the built site in the folder ``site``: ``pages``
     (file names in ``site``, the first shown by default) as templates, the first page's
@@ -91,7 +96,7 @@ def bundle(site: Path | str, pages: list[str]) -> str:
         for name, body in bodies.items())
     router = _ROUTER % {"pages": json.dumps(pages).replace("<", "\\u003c")}
     plotly_js = plotly_js.replace("</script", "<\\/script")
-    return ("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+    return ("<!doctype html>\n" + FILE_MARKER + "\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
             f"<title>{titles[pages[0]]}</title>\n<style>{styles}</style>\n"
             f"<script>{plotly_js}</script>\n</head>\n<body>\n"

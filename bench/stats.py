@@ -143,6 +143,19 @@ def cases_to_show(k: int, n: int, rate: float, confidence: float = 0.95) -> int 
 BOOTSTRAP_RESAMPLES = 2000
 
 
+def rate_increase_p(k_new: int, n_new: int, k_base: int, n_base: int) -> float:
+    """One-sided p-value that the rate behind ``k_new`` of ``n_new`` is higher than the rate
+    behind ``k_base`` of ``n_base`` (Fisher's exact test on the 2x2 table, conditional on the
+    margins: exact for rare events, where intervals that must separate miss 0 -> 6 of 16).
+    1.0 where either sample is empty."""
+    if min(n_new, n_base) <= 0:
+        return 1.0
+    from scipy.stats import fisher_exact
+
+    table = [[int(k_new), int(n_new - k_new)], [int(k_base), int(n_base - k_base)]]
+    return float(fisher_exact(table, alternative="greater").pvalue)
+
+
 def median_interval(samples, confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
     """Percentile-bootstrap interval (``scipy.stats.bootstrap``, ``BOOTSTRAP_RESAMPLES``
     resamples, seeded) of the median of ``samples`` (1-D, e.g. one time per timed repeat, any

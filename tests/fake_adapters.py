@@ -13,6 +13,7 @@ import numpy as np
 from solvers import Adapter, BatchSolution, Capabilities, Status
 from solvers.base import Option
 from solvers.errors import SolverNotAvailable
+from solvers.clarabel_ import ClarabelAdapter
 from solvers.highs_ import HighsAdapter
 
 
@@ -220,6 +221,51 @@ class MutatingAdapter(Adapter):
                        np.zeros((b, prepared.m_ub)))
 
 
+class SuperOptimalClarabel(ClarabelAdapter):
+    """Clarabel whose ``x`` is scaled by ``SCALE`` and then moved by ``SHIFT`` in its first
+    variable, claimed OPTIMAL with the objective recomputed: an answer that breaks a
+    constraint and beats the true optimum."""
+
+    NAME = "fake-superoptimal"
+    SCALE, SHIFT = 1.099, 0.0
+
+    def collect(self, raw, prepared):
+        from dataclasses import replace
+
+        solution = super().collect(raw, prepared)
+        x = solution.x * self.SCALE
+        x[:, 0] += self.SHIFT
+        c = np.stack([case.c for case in prepared.cases])
+        objective = np.einsum("bn,bn->b", c, x)
+        if prepared.cases[0].P is not None:
+            P = np.stack([case.P for case in prepared.cases])
+            objective = objective + 0.5 * np.einsum("bi,bij,bj->b", x, P, x)
+        return replace(solution, x=x, objective=objective,
+                       status=np.full(len(solution), np.int8(Status.OPTIMAL), dtype=np.int8))
+
+
+class ShiftedClarabel(SuperOptimalClarabel):
+    """``fake-superoptimal`` with ``x[0]`` moved 50 past the optimum instead of scaled."""
+
+    NAME = "fake-shifted"
+    SCALE, SHIFT = 1.0, 50.0
+
+
+class NoisyForcesClarabel(ClarabelAdapter):
+    """Clarabel whose ``x`` is replaced by N(0, 100) noise and claimed OPTIMAL, duals kept:
+    unsafe forces beside a certificate of infeasibility."""
+
+    NAME = "fake-noisy-forces"
+
+    def collect(self, raw, prepared):
+        from dataclasses import replace
+
+        solution = super().collect(raw, prepared)
+        x = np.random.default_rng(0).normal(0.0, 100.0, solution.x.shape)
+        return replace(solution, x=x, objective=np.zeros(len(solution)),
+                       status=np.full(len(solution), np.int8(Status.OPTIMAL), dtype=np.int8))
+
+
 class PretendGpuHighs(HighsAdapter):
     """HiGHS that declares a ``gpu`` device (and ignores it): for testing where GPU cells are
     placed on a cluster without a GPU anywhere."""
@@ -230,4 +276,5 @@ class PretendGpuHighs(HighsAdapter):
 
 ADAPTERS = [HangingAdapter, CrashingAdapter, RaisingAdapter, OverconfidentAdapter, SleepyHighs,
             InfeasibleClaimAdapter, RandomAnswerAdapter, NanOptimalAdapter, PretendGpuHighs, AbsentAdapter,
-            MutatingAdapter, DegradedHighs]
+            MutatingAdapter, DegradedHighs, SuperOptimalClarabel, ShiftedClarabel,
+            NoisyForcesClarabel]

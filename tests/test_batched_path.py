@@ -108,6 +108,8 @@ def test_outcomes_by_code_follow_the_rules_case_by_case(cases, as_series):
     def lp1_rule(v, t, amb):
         if v == "failed" or v == "uncertain":
             return v
+        if t not in ("supported", "unsupported"):
+            return "uncertain"
         if v is not None and v == t or amb and v == "supported":
             return "correct"
         return "false_accept" if v == "supported" and t == "unsupported" else "false_reject"
@@ -138,7 +140,8 @@ QP_WORDS = st.sampled_from(["feasible", "infeasible", "unbounded", "uncertain", 
 @given(st.lists(st.tuples(QP_WORDS, st.sampled_from(["optimal", "infeasible", "max_iter", None]),
                           st.sampled_from(["feasible", "infeasible", "unbounded", "unknown"]),
                           st.sampled_from([0.0, 1.0, 1.00001, 2.0, np.nan, -np.inf]),
-                          st.sampled_from([0.0, 1.0, np.nan, -np.inf]), st.sampled_from([0.0, 1e-3, np.nan, np.inf])),
+                          st.sampled_from([0.0, 1.0, np.nan, -np.inf]), st.sampled_from([0.0, 1e-3, np.nan, np.inf]),
+                          st.sampled_from([0.0, 1.0, -1.0, np.nan])),
                 min_size=1, max_size=40),
        st.booleans())
 def test_qp_outcomes_by_code_follow_the_rule_case_by_case(cases, as_series):
@@ -148,11 +151,14 @@ def test_qp_outcomes_by_code_follow_the_rule_case_by_case(cases, as_series):
     from problems.kinds.checks import DEFAULT_TOLERANCES as tol
     from problems.kinds.qp import qp_outcomes
 
-    def rule(v, said, t, objective, ref_objective, primal):
+    def rule(v, said, t, objective, ref_objective, primal, bound):
         gap = (objective - ref_objective) / (1.0 + abs(ref_objective))
+        proven = (ref_objective - bound) / (1.0 + abs(ref_objective)) <= tol.qp_gap
         if t == "unknown":
             return "uncertain"
         if t == "feasible" and v == "feasible":
+            if gap < -tol.qp_gap:
+                return "false_accept" if proven else "uncertain"
             return "correct" if gap <= tol.qp_gap else "suboptimal"
         if v == t and v in ("infeasible", "unbounded"):
             return "correct"
@@ -164,16 +170,17 @@ def test_qp_outcomes_by_code_follow_the_rule_case_by_case(cases, as_series):
             return "suboptimal"
         return "false_accept" if said == "optimal" and v == "uncertain" and np.isfinite(primal) else "uncertain"
 
-    verdict, said, truth, objective, ref_objective, primal = (list(column) for column in zip(*cases))
+    verdict, said, truth, objective, ref_objective, primal, bound = (list(column) for column in zip(*cases))
     text = (lambda values: pd.Series(values, dtype="str")) if as_series else (lambda v: np.array(v, dtype=object))
     checked = pd.DataFrame({"verdict": text(verdict), "said": text(said), "qp_objective": objective,
                             "primal_residual": primal})
-    ref = pd.DataFrame({"truth": text(truth), "ref_objective": ref_objective})
+    ref = pd.DataFrame({"truth": text(truth), "ref_objective": ref_objective, "ref_dual_bound": bound})
     with np.errstate(invalid="ignore"):
         out = qp_outcomes(checked, ref)
         expected_gap = [(o - r) / (1.0 + abs(r)) if t == "feasible" else np.nan
                         for o, r, t in zip(objective, ref_objective, truth)]
-    assert list(out["outcome"]) == [rule(*case) for case in zip(verdict, said, truth, objective, ref_objective, primal)]
+    assert list(out["outcome"]) == [rule(*case) for case in zip(verdict, said, truth, objective, ref_objective, primal,
+                                                                bound)]
     np.testing.assert_array_equal(out["rel_gap"].to_numpy(), np.array(expected_gap, dtype=float))
 
 

@@ -151,3 +151,71 @@ def test_an_unsafe_cell_is_marked_and_its_counts_add_up():
     assert line.startswith("[bold red]! UNSAFE[/]") and "5/8 correct, 1 false accept, 1 false reject, 1 uncertain" in line
     safe = cell_line("h", rows.assign(outcome="correct"))
     assert safe.startswith("[green]✓[/]") and "8/8 correct, 0 false accept, 0 uncertain, 0 failed" in safe
+
+
+def _copy_with(src, dst, solver: str, change):
+    """A copy of run ``src`` whose ``solver`` cell rows are ``change(rows)`` (another release
+    of that solver answering differently), every other cell unchanged."""
+    import shutil
+
+    from bench.rundir import read_cell, write_cell
+
+    shutil.copytree(src, dst)
+    for path in dst.glob("*.parquet"):
+        rows = read_cell(path)
+        if (rows["solver_spec"].astype(str) == solver).all():
+            write_cell(change(rows), path)
+    return dst
+
+
+def test_a_rare_false_accept_is_never_same(runs, tmp_path):
+    """0 -> 6 of 16 false accepts: Fisher's test calls it less safe (the intervals overlap);
+    0 -> 1 is too few to test, and is still flagged and worse."""
+    root, out = runs
+    for k, verdict in ((6, "less safe"), (1, "new false accepts")):
+        def unsafe(rows, k=k):
+            rows = rows.copy()
+            rows.loc[rows.index[:k], "outcome"] = "false_accept"
+            return rows
+        new = _copy_with(out["a"], tmp_path / f"fa{k}", "highs", unsafe)
+        proc = cb("compare", out["a"], new, "--threshold", "3", "--json", cwd=root)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        got = verdicts(json.loads(proc.stdout))
+        assert verdict in got["highs"] and got["fake-sleepy"] == "same", got
+
+
+def test_without_repeats_the_plain_ratio_decides_and_says_so(runs, tmp_path):
+    root, out = runs
+    proc = cb("run", "-f", "planar-box", "-s", "fake-sleepy", "--n", "16", "--repeats", "1",
+              "--out", tmp_path / "runs", "--run-id", "one", cwd=root, env={"FAKE_SLEEP_S": "0.3"})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    proc = cb("compare", out["a"], tmp_path / "runs" / "one", "--threshold", "3", "--json", cwd=root)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    result = json.loads(proc.stdout)
+    assert verdicts(result) == {"fake-sleepy": "slower (no interval)"}
+    assert any("no interval" in note for note in result["notes"])
+
+
+def test_missing_or_failed_in_new_is_worse_and_nothing_in_common_exits_2(runs, tmp_path):
+    root, out = runs
+
+    def crashed(rows):
+        return rows.assign(outcome="failed", verdict="failed", error_type="CellCrashed", error="exit 13")
+    failed = _copy_with(out["a"], tmp_path / "failed", "highs", crashed)
+    proc = cb("compare", out["a"], failed, "--threshold", "3", "--json", cwd=root)
+    assert proc.returncode == 1 and verdicts(json.loads(proc.stdout))["highs"] == "failed"
+    # BASE's fake-degraded cell is not in NEW: exit 1, and the table says so
+    partial = tmp_path / "partial"
+    import shutil
+
+    shutil.copytree(out["a"], partial)
+    for path in partial.glob("*fake-degraded*"):
+        path.unlink()
+    text = cb("compare", out["a"], partial, "--threshold", "3", cwd=root)
+    assert text.returncode == 1 and "missing in NEW" in text.stdout, text.stdout
+    # a run of another family only: nothing in common
+    other = cb("run", "-f", "cube-3d", "-s", "highs", "--n", "8", "--repeats", "1", "--out", tmp_path / "runs",
+               "--run-id", "cube", cwd=root)
+    assert other.returncode == 0, other.stdout[-2000:]
+    bad = cb("compare", out["a"], tmp_path / "runs" / "cube", cwd=root)
+    assert bad.returncode == 2 and "nothing to compare" in bad.stdout + bad.stderr

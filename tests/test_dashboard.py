@@ -332,3 +332,27 @@ def test_bad_single_file_arguments_exit_2_and_write_nothing(tmp_path, args, word
     res = CliRunner().invoke(app, ["publish", str(tmp_path / "run"), *args], terminal_width=250)
     assert res.exit_code == 2 and words in " ".join(res.output.split()), res.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+def test_single_file_never_replaces_what_contactbench_did_not_write(published, tmp_path):
+    """A user's own file, a FIFO, a link, or a path inside a run directory is refused and left
+    as it was; the file contactbench wrote is replaced on the next write."""
+    site, _rows = published
+    run = site.out.parent / "runs" / "small"
+    mine = tmp_path / "mine.html"
+    mine.write_text("my notes")
+    fifo = tmp_path / "pipe.html"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.html"
+    link.symlink_to(mine)
+    for target, words in ((mine, "contactbench did not write"), (fifo, "not a regular file"),
+                          (link, "not a regular file"), (run / "report.html", "inside the run directory"),
+                          (run / "logs" / "r.html", "inside the run directory")):
+        with pytest.raises(ProblemError, match=words):
+            publish.publish_single_file([run], target)
+    assert mine.read_text() == "my notes" and not (run / "report.html").exists()
+    ours = tmp_path / "ours.html"
+    publish.publish_single_file([run], ours)
+    first = ours.stat().st_mtime_ns
+    publish.publish_single_file([run], ours)
+    assert ours.stat().st_mtime_ns >= first and "contactbench" in ours.read_text()[:300]

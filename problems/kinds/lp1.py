@@ -13,10 +13,13 @@ supply (0: supported). A case's ``verdict`` is
 * ``uncertain`` when neither passes (or both do), ``failed`` when neither passes and the
   answer is not finite.
 
-Reference: HiGHS' ``delta``; ``truth`` is ``supported`` when ``delta <= reference_delta``;
-cases unsupported by less than the witness tolerance are ``ambiguous`` (a ``supported``
-verdict there is correct). Outcomes: ``correct`` (verdict = truth), ``false_accept``
-(supported, truth unsupported: unsafe), ``false_reject``, ``uncertain``, ``failed``.
+Reference: HiGHS' ``delta``; ``truth`` is ``supported`` when ``delta <= reference_delta``,
+``unsupported`` when it is larger, ``unknown`` when the reference returned no finite
+``delta`` (a truth the reference did not establish is no class: every verdict on such a
+case is ``uncertain``); cases unsupported by less than the witness tolerance are
+``ambiguous`` (a ``supported`` verdict there is correct). Outcomes: ``correct`` (verdict =
+truth), ``false_accept`` (supported, truth unsupported: unsafe), ``false_reject``,
+``uncertain``, ``failed``.
 """
 
 from __future__ import annotations
@@ -86,22 +89,25 @@ def lp1_outcome_codes(verdict, truth, ambiguous=None) -> np.ndarray:
     """``lp1_outcomes`` as indices into ``OUTCOMES``: the same rule on the verdicts' and truths'
     codes (``text_codes``), never a string per case."""
     v = text_codes(verdict, VERDICTS)  # supported 0, unsupported 1, uncertain 2, failed 3, else -1
-    t = text_codes(truth, VERDICTS[:2])  # supported 0, unsupported 1, else -1
+    t = text_codes(truth, VERDICTS[:2])  # supported 0, unsupported 1, else (unknown) -1
     amb = np.zeros(len(v), bool) if ambiguous is None else np.asarray(ambiguous, dtype=bool)
     return np.select(
-        [v == 3, v == 2, (v >= 0) & (v == t), amb & (v == 0), (v == 0) & (t == 1)],
-        [OUTCOMES.index(o) for o in ("failed", "uncertain", "correct", "correct", "false_accept")],
+        [v == 3, v == 2, t < 0, (v >= 0) & (v == t), amb & (v == 0), (v == 0) & (t == 1)],
+        [OUTCOMES.index(o) for o in ("failed", "uncertain", "uncertain", "correct", "correct", "false_accept")],
         default=OUTCOMES.index("false_reject"),
     )
 
 
 def _worst(verdicts: pd.Series) -> str:
-    """The robust verdict over a case's corners: unsupported if any is, supported if all are."""
+    """The robust verdict over a case's corners: unsupported if any is, supported if all are.
+    (Over reference truths: unsupported if any is, supported if all are, else unknown.)"""
     values = set(verdicts)
     if "unsupported" in values:
         return "unsupported"
     if values == {"supported"}:
         return "supported"
+    if "unknown" in values:
+        return "unknown"
     return "failed" if "failed" in values else "uncertain"
 
 
@@ -123,8 +129,10 @@ class Lp1Kind(HoldKind):
 
     def reference_rows(self, batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
         checked = verify_lp1(batch, solution, tol)
-        delta = solution.objective
-        truth = np.where(delta <= tol.reference_delta, "supported", "unsupported")
+        delta = np.asarray(solution.objective, dtype=float)
+        with np.errstate(invalid="ignore"):
+            truth = np.select([~np.isfinite(delta), delta <= tol.reference_delta], ["unknown", "supported"],
+                              default="unsupported")
         ambiguous = (delta > tol.reference_delta) & (delta <= tol.ambiguous_delta)
         return pd.DataFrame({"ref_delta": delta, "truth": truth, "ref_verdict": checked["verdict"],
                              "ambiguous": ambiguous})

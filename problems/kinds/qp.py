@@ -40,26 +40,32 @@ TRUTHS = ("feasible", "infeasible", "unbounded", "unknown")
 
 
 def _qp_primal(batch, x: np.ndarray) -> pd.DataFrame:
-    """Relative primal residuals of ``x`` (B, n) in the batch's standard form."""
+    """Primal residuals of ``x`` (B, n) in the batch's standard form, each row's violation
+    relative to that row's own size, the magnitudes its value is made of: an equality or
+    inequality row ``a_i x ? b_i`` by ``1 + |b_i| + sum_j |a_ij x_j|``, a finite bound by
+    ``1 + |lb_j|``, a cone ``|x_t| <= mu x_n`` by ``1 + |x_t| + mu |x_n|``. ``primal_residual``
+    is the largest of them, so a row with a large right-hand side loosens no other row."""
     B = len(x)
-    rhs = np.concatenate([batch.b_eq, batch.b_ub], axis=1)
-    scale = 1.0 + row_max(np.abs(rhs), initial=0.0)
     with np.errstate(invalid="ignore", over="ignore"):
-        eq = row_max(np.abs(np.einsum("bmn,bn->bm", batch.A_eq, x) - batch.b_eq), initial=0.0)
-        ub = row_max(np.einsum("bmn,bn->bm", batch.A_ub, x) - batch.b_ub, initial=0.0)
+        def rows(A, b):
+            size = 1.0 + np.abs(b) + np.einsum("bmn,bn->bm", np.abs(A), np.abs(x))
+            return (np.einsum("bmn,bn->bm", A, x) - b) / size
+        eq = row_max(np.abs(rows(batch.A_eq, batch.b_eq)), initial=0.0)
+        ub = row_max(rows(batch.A_ub, batch.b_ub), initial=0.0)
         lb = batch.lb if batch.lb is not None else np.zeros_like(x)
         finite = np.isfinite(lb)
-        bound = row_max(np.where(finite, np.where(finite, lb, 0.0) - x, 0.0), initial=0.0)
+        lb0 = np.where(finite, lb, 0.0)
+        bound = row_max(np.where(finite, (lb0 - x) / (1.0 + np.abs(lb0)), 0.0), initial=0.0)
         cone = np.zeros(B)
         util = np.full(B, np.nan)
         if batch.cones is not None and len(batch.cones):
             idx = batch.cones
             f_n, r = x[:, idx[:, 0]], np.hypot(x[:, idx[:, 1]], x[:, idx[:, 2]])
-            cone = row_max(r - batch.cone_mu * f_n)
+            cone = row_max((r - batch.cone_mu * f_n) / (1.0 + r + batch.cone_mu * np.abs(f_n)))
             util = row_max(np.where(f_n > 0, r / (batch.cone_mu * np.where(f_n > 0, f_n, 1.0)), np.where(r > 0, np.inf, 0.0)))
-        primal = np.maximum.reduce([eq, np.maximum(ub, 0), np.maximum(bound, 0), np.maximum(cone, 0)]) / scale
+        primal = np.maximum.reduce([eq, np.maximum(ub, 0), np.maximum(bound, 0), np.maximum(cone, 0)])
     primal = np.where(finite_rows(x), primal, np.nan)
-    return pd.DataFrame({"primal_residual": primal, "eq_residual": eq / scale, "max_cone_utilization": util})
+    return pd.DataFrame({"primal_residual": primal, "eq_residual": eq, "max_cone_utilization": util})
 
 
 def _qp_dual(batch, solution) -> np.ndarray:
@@ -104,11 +110,40 @@ def qp_objective(batch, x: np.ndarray) -> np.ndarray:
     return value
 
 
+def dual_bound(batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> np.ndarray:
+    """(B,) the lower bound on the optimum that ``solution``'s duals prove (weak duality),
+    NaN where they prove none.
+
+    With ``z = P x + c - A_eq^T y_eq - A_ub^T y_ub`` (the bound multipliers, 0 on free
+    variables) every feasible ``u`` has ``c@u + u@P@u/2 >= b_eq@y_eq + b_ub@y_ub + lb@z -
+    x@P@x/2``, provided ``y_ub <= 0``, ``z >= 0`` on bounded variables and ``z = 0`` on free
+    ones (the project's sign convention). The duals prove the bound where those conditions
+    hold within ``tol.qp_residual`` (``_qp_dual``'s relative KKT residual). NaN with cones
+    (no cone multipliers are returned) and where ``x`` or the duals are not finite."""
+    B, n = solution.x.shape
+    stationary = _qp_dual(batch, solution) <= tol.qp_residual
+    P = batch.P if batch.P is not None else np.zeros((B, n, n))
+    lb = batch.lb if batch.lb is not None else np.zeros((B, n))
+    bounded = np.isfinite(lb)
+    with np.errstate(invalid="ignore", over="ignore"):
+        x = solution.x
+        Px = np.einsum("bij,bj->bi", P, x)
+        z = np.where(bounded, np.maximum(
+            Px + batch.c - np.einsum("bmn,bm->bn", batch.A_eq, solution.y_eq)
+            - np.einsum("bmn,bm->bn", batch.A_ub, solution.y_ub), 0.0), 0.0)
+        bound = (np.einsum("bm,bm->b", batch.b_eq, solution.y_eq) + np.einsum("bm,bm->b", batch.b_ub, solution.y_ub)
+                 + np.einsum("bn,bn->b", np.where(bounded, lb, 0.0), z) - 0.5 * np.einsum("bn,bn->b", x, Px))
+    return np.where(stationary & np.isfinite(bound), bound, np.nan)
+
+
 def verify_qp(batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
     """Per-case verdicts and residuals for a QP / SOCP batch (see module docstring).
 
-    ``verdict``: ``feasible`` (``x`` passes the primal check), ``infeasible`` (the duals
-    pass ``farkas_check``: a certificate, whatever the solver said), ``unbounded`` (the
+    A claim is judged as made: an ``OPTIMAL`` claim by its ``x`` alone, ``feasible`` when it
+    passes the primal check, else ``uncertain`` (a certificate in its duals does not turn a
+    wrong ``x`` into a right answer). Any other answer is judged by what it proves:
+    ``feasible`` (``x`` passes the primal check), ``infeasible`` (the duals pass
+    ``farkas_check``: a certificate, whatever the solver said), ``unbounded`` (the
     adapter's ``extras['ray']`` passes ``ray_check``: a direction of unbounded descent),
     ``uncertain`` (a finite answer, or a claim, that proves none of these; contradictory
     proofs are uncertain too) or ``failed`` (no finite ``x``, no proof, no claim of
@@ -121,6 +156,7 @@ def verify_qp(batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataF
     cert = _qp_certificate(batch, solution, tol)
     ray = ray_check(batch, solution_rays(solution), tol)
     said = text_column(STATUS_TEXT, solution.status)
+    said_optimal = np.asarray(solution.status == Status.OPTIMAL, dtype=bool)
     said_infeasible = solution.status == Status.INFEASIBLE
     said_unbounded = solution.status == Status.UNBOUNDED
     feasible = primal["primal_residual"].to_numpy() <= tol.qp_residual
@@ -128,8 +164,9 @@ def verify_qp(batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataF
     has_ray = ray["ray_ok"].to_numpy()
     finite = finite_rows(solution.x)
     code = np.select(  # into VERDICTS: feasible 0, infeasible 1, unbounded 2, uncertain 3, failed 4
-        [certified & (feasible | has_ray), feasible & ~certified & ~has_ray, certified, has_ray],
-        [3, 0, 1, 2], default=np.where(finite | said_infeasible | said_unbounded, 3, 4))
+        [said_optimal & feasible, said_optimal & finite,
+         certified & (feasible | has_ray), feasible & ~certified & ~has_ray, certified, has_ray],
+        [0, 3, 3, 0, 1, 2], default=np.where(finite | said_infeasible | said_unbounded, 3, 4))
     return pd.concat([pd.DataFrame({"verdict": text_column(VERDICTS, code)}), primal, ray, pd.DataFrame({
         "dual_residual": _qp_dual(batch, solution),
         "certified": certified,
@@ -141,12 +178,18 @@ def verify_qp(batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataF
 
 def qp_outcomes(checked: pd.DataFrame, ref: pd.DataFrame, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
     """``outcome`` and ``rel_gap`` per case from ``verify_qp`` rows and the reference rows
-    (``truth`` feasible / infeasible / unbounded / unknown, ``ref_objective``).
+    (``truth`` feasible / infeasible / unbounded / unknown, ``ref_objective`` and, where
+    known, ``ref_dual_bound``).
 
-    ``correct`` needs a verified answer: a feasible ``x`` within ``qp_gap`` of the
-    reference optimum, a certified ``infeasible`` where the reference is infeasible, or a
-    verified ray (``unbounded``) where the reference is unbounded (feasible, with a
-    verified ray of its own). An uncertified infeasibility or unboundedness claim is
+    ``correct`` needs a verified answer: a feasible ``x`` whose objective is within
+    ``qp_gap`` of the reference optimum on either side (``|rel_gap| <= qp_gap``), a
+    certified ``infeasible`` where the reference is infeasible, or a verified ray
+    (``unbounded``) where the reference is unbounded (feasible, with a verified ray of its
+    own). A feasible ``x`` more than ``qp_gap`` above the optimum is ``suboptimal``; more
+    than ``qp_gap`` below it (super-optimal) it is ``false_accept`` where the reference's
+    duals prove its optimum (``ref_dual_bound`` within ``qp_gap`` of it: then such an
+    ``x`` breaks a constraint by more than the check can see), else ``uncertain`` (the
+    reference itself is in doubt). An uncertified infeasibility or unboundedness claim is
     ``uncertain``; a certificate on a problem the reference solved is ``false_reject``; a
     feasible ``x`` on an infeasible reference, an ``x`` that fails the primal check under an
     OPTIMAL claim, or a ray claimed on an infeasible problem, is ``false_accept``; a
@@ -156,13 +199,18 @@ def qp_outcomes(checked: pd.DataFrame, ref: pd.DataFrame, tol: Tolerances = DEFA
     v = text_codes(checked["verdict"], VERDICTS)  # feasible 0, infeasible 1, unbounded 2, uncertain 3, failed 4
     said_optimal = text_codes(checked["said"], [Status.OPTIMAL.text]) == 0
     truth = text_codes(ref["truth"], TRUTHS)  # feasible 0, infeasible 1, unbounded 2, unknown 3
+    ref_objective = ref["ref_objective"].to_numpy(dtype=float)
+    ref_bound = ref["ref_dual_bound"].to_numpy(dtype=float) if "ref_dual_bound" in ref else np.full(len(ref), np.nan)
     with np.errstate(invalid="ignore"):
-        gap = (checked["qp_objective"].to_numpy() - ref["ref_objective"].to_numpy()) / (
-            1.0 + np.abs(ref["ref_objective"].to_numpy()))
+        gap = (checked["qp_objective"].to_numpy() - ref_objective) / (1.0 + np.abs(ref_objective))
+        proven = (ref_objective - ref_bound) / (1.0 + np.abs(ref_objective)) <= tol.qp_gap
         feasible_ref = truth == 0
         unbounded_ref = truth == 2
+        below = gap < -tol.qp_gap
         code = np.select(
             [truth == 3,
+             feasible_ref & (v == 0) & below & proven,
+             feasible_ref & (v == 0) & below,
              feasible_ref & (v == 0) & (gap <= tol.qp_gap),
              feasible_ref & (v == 0),
              (truth == 1) & (v == 1),
@@ -172,8 +220,9 @@ def qp_outcomes(checked: pd.DataFrame, ref: pd.DataFrame, tol: Tolerances = DEFA
              (truth == 1) & ((v == 0) | (v == 2)),
              unbounded_ref & (v == 0) & said_optimal,
              said_optimal & (v == 3) & np.isfinite(checked["primal_residual"].to_numpy())],
-            [OUTCOMES.index(o) for o in ("uncertain", "correct", "suboptimal", "correct", "correct", "false_reject",
-                                         "failed", "false_accept", "suboptimal", "false_accept")],
+            [OUTCOMES.index(o) for o in ("uncertain", "false_accept", "uncertain", "correct", "suboptimal", "correct",
+                                         "correct", "false_reject", "failed", "false_accept", "suboptimal",
+                                         "false_accept")],
             default=OUTCOMES.index("uncertain"),
         )
     return pd.DataFrame({"outcome": text_column(OUTCOMES, code), "rel_gap": np.where(feasible_ref, gap, np.nan)})
@@ -185,16 +234,19 @@ def qp_reference_rows(batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> 
     the equality rows have no least-squares solution, itself a certificate), ``unbounded``
     when its ``x`` is feasible and its ray passes ``ray_check`` (``ref_objective`` -inf),
     else ``unknown`` (every solver's outcome on such a case is ``uncertain``).
-    ``ref_objective`` is recomputed from its ``x``."""
+    ``ref_objective`` is recomputed from its ``x``; ``ref_dual_bound`` is the lower bound
+    its duals prove (``dual_bound``; NaN where they prove none)."""
     checked = verify_qp(batch, solution, tol)
-    unbounded = (checked["verdict"] == "unbounded") & (checked["primal_residual"] <= tol.qp_residual)
-    truth = np.select([checked["verdict"] == "feasible", checked["verdict"] == "infeasible", unbounded],
+    verdict = checked["verdict"].to_numpy(dtype=object)
+    unbounded = (verdict == "unbounded") & (checked["primal_residual"] <= tol.qp_residual)
+    truth = np.select([verdict == "feasible", verdict == "infeasible", unbounded],
                       ["feasible", "infeasible", "unbounded"], default="unknown")
     # Clarabel stops with InsufficientProgress on some rank-deficient, inconsistent equality
     # blocks (two-foot stances); equalities with no least-squares solution decide those.
     truth = np.where((truth == "unknown") & ~equalities_consistent(batch), "infeasible", truth)
     objective = np.where(truth == "feasible", checked["qp_objective"], np.where(truth == "unbounded", -np.inf, np.nan))
-    return pd.DataFrame({"truth": truth, "ref_objective": objective,
+    bound = np.where(truth == "feasible", dual_bound(batch, solution, tol), np.nan)
+    return pd.DataFrame({"truth": truth, "ref_objective": objective, "ref_dual_bound": bound,
                          "ref_verdict": checked["verdict"], "ref_status": checked["said"],
                          "ref_primal_residual": checked["primal_residual"]})
 
@@ -258,7 +310,7 @@ class QpKind(Kind):
                "max_cone_utilization": "float64", "ray_gap": "float64", "ray_value": "float64", "ray_ok": "bool",
                "dual_residual": "float64", "certified": "bool",
                "cert_gap": "float64", "cert_value": "float64", "qp_objective": "float64", "said": "str",
-               "truth": "str", "ref_objective": "float64", "ref_verdict": "str", "ref_status": "str",
+               "truth": "str", "ref_objective": "float64", "ref_dual_bound": "float64", "ref_verdict": "str", "ref_status": "str",
                "ref_primal_residual": "float64", "rel_gap": "float64", "outcome": "str"}
 
     def build(self, family: str, qps: list, meta: pd.DataFrame, params: dict[str, Any] | None = None,
