@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import shlex
 import sys
 import tempfile
@@ -802,9 +803,13 @@ def _print_recommendation(result) -> None:
 def check_adapter(
     name: str = typer.Argument(..., help="adapter name, as `contactbench list` shows it"),
     dtype: Optional[list[str]] = typer.Option(None, "--dtype", help="precision(s) to check; default: every one it supports"),
+    timeout: float = typer.Option(120.0, "--timeout", help="seconds one check may take before it is killed and fails"),
+    check: Optional[list[str]] = typer.Option(None, "--check", help="only these checks (ids as the table shows them)"),
 ) -> None:
     """Run the conformance suite on one adapter and print a pass/fail table with reasons.
 
+    Each check runs in a supervised worker process: an adapter that ends its process or hangs
+    fails that check (after --timeout seconds) and the others still run.
     Exit code 0 when every check passes or is a recorded known issue, 1 otherwise.
 
     Example: contactbench check-adapter osqp --dtype float64
@@ -821,8 +826,15 @@ def check_adapter(
     for dt in dtypes or []:
         if why := registry[name].CAPABILITIES.accepts(None, dtype=dt):
             _fail(f"--dtype: {name} {why}, got {dt!r}")
-    with console.status(f"checking {name} ..."):
-        rows = conformance.run_adapter(name, dtypes)
+    if not (math.isfinite(timeout) and timeout > 0):
+        _fail(f"--timeout: expected a finite number of seconds > 0, got {timeout!r}")
+    with console.status(f"checking {name} ...") as status:
+        try:
+            rows = conformance.run_adapter_supervised(
+                name, dtypes, timeout, on_check=lambda dt, c: status.update(f"checking {name} {dt}: {c} ..."),
+                checks=_split(check) or None)
+        except BenchError as exc:
+            _fail(str(exc).replace("checks:", "--check:", 1))
     table = Table(title=f"conformance of {name}")
     for col in ("dtype", "check", "result", "reason"):
         table.add_column(col, overflow="fold")

@@ -19,8 +19,10 @@ declaration cannot go stale silently.
 from __future__ import annotations
 
 import fnmatch
+import functools
 from dataclasses import dataclass, replace
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -434,6 +436,62 @@ def float32_failures(name: str, atol32: float, cache: dict | None = None) -> lis
         if not np.allclose(s32.x, s64.x, atol=atol32, rtol=atol32):
             out.append(f"{case.id}: float32 x {s32.x} vs float64 {s64.x}")
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _process_cache() -> dict:
+    """The adapter cache of this process's checks (``conformance_adapter``): a supervised
+    worker runs many checks, and a JAX adapter compiles each shape once there."""
+    return {}
+
+
+def check_job(name: str, dtype: str, check_id: str, out: str, log: str, *, parent_pid: int) -> None:
+    """A worker job (``bench.execute``): ``run_check`` with the adapter's output in the file
+    ``log``, its ``(result, reason)`` written to ``out`` as JSON."""
+    import json
+
+    from .execute import exit_if_orphaned, output_to
+
+    output_to(log, append=True)
+    result = run_check(name, dtype, check_id, _process_cache())
+    exit_if_orphaned(parent_pid)
+    Path(out).write_text(json.dumps(result))
+
+
+def run_adapter_supervised(name: str, dtypes: list[str] | None = None, timeout: float = 120.0,
+                           on_check: Callable[[str, str], None] | None = None,
+                           checks: list[str] | None = None) -> pd.DataFrame:
+    """``run_adapter`` with every check in a supervised worker process (``bench.execute``): an
+    adapter that ends its process (``sys.exit``, a crash) or does not return within
+    ``timeout`` seconds fails that check, with the reason and its output's last lines, and
+    the other checks still run. ``on_check(dtype, check)`` is called as each one starts;
+    ``checks``: only these check ids (default every one; ``ProblemError`` naming an unknown
+    one)."""
+    import json
+    import tempfile
+
+    from .execute import LocalPool, log_tail
+
+    cls = solvers.adapters()[name]
+    unknown = sorted(set(checks or []) - set(check_ids()))
+    if unknown:
+        raise ProblemError(f"checks: expected ids of {check_ids()}, got {unknown}")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="contactbench-check-") as tmp, LocalPool() as pool:
+        log = Path(tmp) / "adapter.log"
+        for dtype in dtypes or list(cls.CAPABILITIES.dtypes):
+            for check_id in [c for c in check_ids() if not checks or c in checks]:
+                if on_check is not None:
+                    on_check(dtype, check_id)
+                out = Path(tmp) / f"{dtype}-{check_id}.json"
+                state, why = pool.run((check_job, (name, dtype, check_id, str(out), str(log))), dtype, timeout)
+                if state == "done" and out.is_file():
+                    result, reason = json.loads(out.read_text())
+                else:
+                    tail = log_tail(log, 5)
+                    result, reason = "fail", f"{state}: {why}" + (f"; its output ended: {tail}" if tail else "")
+                rows.append({"adapter": name, "dtype": dtype, "check": check_id, "result": result, "reason": reason})
+    return pd.DataFrame(rows)
 
 
 def run_adapter(name: str, dtypes: list[str] | None = None) -> pd.DataFrame:

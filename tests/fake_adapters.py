@@ -41,6 +41,17 @@ class HangingAdapter(Adapter):
             time.sleep(1)
 
 
+class ExitingHighs(HighsAdapter):
+    """HiGHS that ends its process with ``sys.exit(0)`` from ``run``: no output, exit 0."""
+
+    NAME = "fake-exit"
+
+    def run(self, prepared):
+        import sys
+
+        sys.exit(0)
+
+
 class CrashingAdapter(Adapter):
     """Kills its process from native code's point of view (no Python exception)."""
 
@@ -274,7 +285,7 @@ class PretendGpuHighs(HighsAdapter):
     CAPABILITIES = Capabilities(dtypes=("float64",), devices=("cpu", "gpu"))
 
 
-ADAPTERS = [HangingAdapter, CrashingAdapter, RaisingAdapter, OverconfidentAdapter, SleepyHighs,
+ADAPTERS = [ExitingHighs, HangingAdapter, CrashingAdapter, RaisingAdapter, OverconfidentAdapter, SleepyHighs,
             InfeasibleClaimAdapter, RandomAnswerAdapter, NanOptimalAdapter, PretendGpuHighs, AbsentAdapter,
             MutatingAdapter, DegradedHighs, SuperOptimalClarabel, ShiftedClarabel,
             NoisyForcesClarabel]

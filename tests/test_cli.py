@@ -146,3 +146,15 @@ def test_the_scaling_preset_stops_loop_adapters_at_4096_scenes():
     assert by_solver == {"highs": [256, 1024, 4096], "linrax": conf["n"]}
     assert [why for what, why in skipped] == ["loop adapter: this preset stops loop adapters at 4096 scenes"] * 2
     assert limit_loop_sizes(cells, [], None) == (cells, [])
+
+
+@pytest.mark.parametrize("name, words", [("fake-exit", "exited with code 0"), ("fake-hang", "killed")])
+def test_check_adapter_fails_an_adapter_that_ends_its_process_or_hangs(fake_plugins, name, words):
+    """Each check runs supervised: ``sys.exit(0)`` inside the solver, or a solver that never
+    returns, fails its checks with the reason, instead of a silent exit 0 or a hang."""
+    res = cli.invoke(app, ["check-adapter", name, "--timeout", "3", "--check", "lp_eq_and_ub,lp_infeasible"],
+                     terminal_width=400)
+    assert res.exit_code == 1, res.output
+    assert res.output.count(" fail ") == 2 and words in " ".join(res.output.split()), res.output
+    bad = cli.invoke(app, ["check-adapter", name, "--check", "lp_nope"])
+    assert bad.exit_code == 2 and "--check: expected ids of" in " ".join(bad.output.split())
