@@ -872,8 +872,13 @@ def cluster_slurm(
 
     Example: contactbench cluster slurm --jobs 4 --cores 16 --memory 64GB --script-only
     """
+    import shutil
+
     from . import cluster
 
+    if not script_only and shutil.which("sbatch") is None:
+        _fail("sbatch: not found on PATH (SLURM's client is not installed here); run this on a SLURM login node, "
+              "or print the job script with --script-only")
     try:
         slurm = cluster.slurm_cluster(jobs, cores, memory, gpus, walltime, queue, account, python,
                                       dashboard=not script_only)

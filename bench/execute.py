@@ -285,6 +285,25 @@ class _Worker:
         self.kill()
 
 
+def cap_file(path: Path, limit: int) -> None:
+    """Keep at most about ``limit`` bytes of the text file ``path``: its first and last halves,
+    with a line saying how much was cut between them. Nothing happens to a smaller or missing
+    file."""
+    try:
+        size = path.stat().st_size
+        if size <= limit:
+            return
+        with open(path, "rb") as file:
+            head = file.read(limit // 2)
+            file.seek(size - limit // 2)
+            tail = file.read()
+    except OSError:
+        return
+    cut = f"\n[... {size - len(head) - len(tail)} bytes of output cut ...]\n".encode()
+    with contextlib.suppress(OSError):
+        path.write_bytes(head + cut + tail)
+
+
 def log_tail(path: Path, lines: int = 30) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])

@@ -66,15 +66,30 @@ def check(grid: dict[str, Any], source: str = "grid") -> dict[str, Any]:
     return checked
 
 
+#: the largest grid file read (a grid is a few hundred bytes)
+CONFIG_MAX_BYTES = 1 << 20
+
+
 def read(path: Path | str) -> dict[str, Any]:
     """The grid options of the TOML file ``path`` (see the module docstring), checked
     (``check``); ``ProblemError`` naming ``--config`` and the file when it cannot be read."""
+    import stat
+
     path = Path(path)
     try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or a device would block or never end
+            raise ProblemError(f"--config: {str(path)!r} is not a regular file (a TOML grid file is expected)")
+        if info.st_size > CONFIG_MAX_BYTES:
+            raise ProblemError(f"--config: {str(path)!r} is {info.st_size} bytes; a grid file is at most "
+                               f"{CONFIG_MAX_BYTES} bytes")
+        text = path.read_bytes().decode("utf-8")
+        data = tomllib.loads(text)
     except OSError as exc:
         raise ProblemError(f"--config: cannot read {str(path)!r} ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ProblemError(f"--config: {str(path)!r} is not UTF-8 text (byte {exc.start}); TOML files are UTF-8") \
+            from None
     except tomllib.TOMLDecodeError as exc:
         raise ProblemError(f"--config: {str(path)!r} is not valid TOML ({exc})") from None
     return check(data, f"--config {path}")

@@ -22,7 +22,7 @@ from problems import ProblemBatch, get_kind
 from solvers.errors import ProblemError
 
 from .cell import batch_for, batch_name
-from .execute import RAISED
+from .execute import RAISED, cap_file
 from .grid import Cell
 
 @dataclass
@@ -53,6 +53,8 @@ WRITE_ERRORS = ("OSError", "PermissionError", "FileNotFoundError", "IsADirectory
 
 #: the file, in the folder of the saved batches, that holds the samplers' output
 LOG_NAME = "generate.log"
+#: the most bytes of samplers' output kept in ``LOG_NAME`` (its start and its end)
+LOG_MAX_BYTES = 1 << 20
 
 
 def generate_job(cell: Cell, folder: str, *, parent_pid: int) -> None:
@@ -64,8 +66,26 @@ def generate_job(cell: Cell, folder: str, *, parent_pid: int) -> None:
     output_to(Path(folder) / LOG_NAME, append=True)
     batch = batch_for(cell)
     get_kind(batch.kind).check_batch(batch)
+    check_deterministic(cell)
     exit_if_orphaned(parent_pid)
     batch.save(Path(folder), batch_name(cell))
+
+
+#: cases drawn twice to check that a sampler is a pure function of (n, seed, params)
+DETERMINISM_CASES = 4
+
+
+def check_deterministic(cell: Cell) -> None:
+    """``ProblemError`` unless two draws of the cell's family with the same ``n`` (at most
+    ``DETERMINISM_CASES``), seed and parameters hold the same bytes: every worker of a run
+    regenerates the sets the client checked, and must get them."""
+    from dataclasses import replace
+
+    small = replace(cell, n=min(cell.n, DETERMINISM_CASES))
+    if batch_for(small).content_hash() != batch_for(small).content_hash():
+        raise ProblemError("the family's sampler is not deterministic: two draws with the same n, seed and "
+                           "parameters gave other problems (a sampler must be a pure function of them; seed its "
+                           "random generator from `seed`)")
 
 
 def warm_up_job(*, parent_pid: int) -> None:
@@ -121,6 +141,7 @@ def prepare(cells: list[Cell], folder: Path, timeout: float, also_in: list[Path]
             raise ProblemError(f"the process that generates the problem sets did not start: {reason}")
         for cell in todo:
             state, reason = pool.run((generate_job, (cell, str(folder))), POOL_KEY, timeout)
+            cap_file(Path(folder) / LOG_NAME, LOG_MAX_BYTES)
             if state == "done":
                 continue
             if state == "timeout":

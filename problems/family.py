@@ -112,8 +112,20 @@ class Family:
         return {"kind": self.default_kind, **{p.name: p.default for p in self.params}}
 
     def items(self, n: int, seed: int, params: dict[str, Any]):
-        """``(items, meta)``: ``n`` items from ``seed`` (``sample`` without ``kind``)."""
-        return self.sample(n, seed, **{k: v for k, v in params.items() if k != "kind"})
+        """``(items, meta)``: ``n`` items from ``seed`` (``sample`` without ``kind``);
+        ``ProblemError`` naming the family when the sampler returns another number of items
+        or of meta rows than ``n``, or items without a length."""
+        items, meta = self.sample(n, seed, **{k: v for k, v in params.items() if k != "kind"})
+        try:
+            count = len(items)
+        except TypeError:
+            raise ProblemError(f"family {self.name!r}: its sampler returned {type(items).__name__} items without a "
+                               "length; expected a sequence of n items") from None
+        rows = len(meta) if meta is not None else count
+        if count != n or rows != n:
+            raise ProblemError(f"family {self.name!r}: its sampler returned {count} items and {rows} meta rows for "
+                               f"n = {n}; expected exactly {n} of each")
+        return items, meta
 
     def make(self, items: list, meta, kind: str, record: dict[str, Any]) -> ProblemBatch:
         """The batch of ``kind`` from sampled ``items`` (``build`` or the kind's own)."""

@@ -252,6 +252,24 @@ def test_the_slurm_job_script_has_the_worker_command_resources_and_environment()
     assert sys.executable in script  # the nodes' python defaults to this one
 
 
+def test_the_slurm_job_script_quotes_the_nodes_python():
+    res = CliRunner().invoke(app, ["cluster", "slurm", "--python", "/opt/my env/bin/python; rm -rf ~",
+                                   "--script-only"])
+    assert res.exit_code == 0, res.output
+    assert "'/opt/my env/bin/python; rm -rf ~' -m distributed.cli.dask_worker" in res.output
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--memory", "abc", "--script-only"], "--memory: expected a size such as 16GB"),
+    (["--walltime", "soon", "--script-only"], "--walltime: expected a SLURM time"),
+    (["--jobs", "1"], "sbatch: not found on PATH"),
+])
+def test_bad_slurm_options_and_a_missing_sbatch_exit_2_at_once(args, words, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sbatch here
+    res = CliRunner().invoke(app, ["cluster", "slurm", *args], terminal_width=250)
+    assert res.exit_code == 2 and words in " ".join(res.output.split()), res.output
+
+
 def _intervals(rows):
     """(start, end) of every cell's computation, from its rows' ``started`` / ``timestamp``."""
     import pandas as pd

@@ -95,10 +95,19 @@ def test_run_config_records_its_grid_reruns_it_and_resume_and_compare_know_it(tm
     ('familly = ["planar-box"]\n', "unknown key 'familly' (did you mean 'family'?)"),
     ('n = "64"\n', "n: expected scenes per cell (an integer or a list of integers), got '64'"),
     ("n = [\n", "is not valid TOML"),
+    ('family = ["planar-box"]\n# caf\xe9\n'.encode("latin-1"), "is not UTF-8 text"),
+    ("fifo", "is not a regular file"),
 ])
 def test_a_bad_grid_file_exits_2_naming_the_file_and_the_key(tmp_path, text, words):
+    import os
+
     config = tmp_path / "grid.toml"
-    config.write_text(text)
+    if text == "fifo":  # opening a FIFO blocks until a writer comes: it is never opened
+        os.mkfifo(config)
+    elif isinstance(text, bytes):
+        config.write_bytes(text)
+    else:
+        config.write_text(text)
     proc = cb("run", "--config", config, "--out", tmp_path / "runs", cwd=tmp_path)
     assert proc.returncode == 2 and words in " ".join((proc.stdout + proc.stderr).split()), proc.stdout + proc.stderr
     assert not (tmp_path / "runs").exists()

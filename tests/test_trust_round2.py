@@ -190,6 +190,8 @@ def _family_plugin(tmp_path: Path, body: str) -> dict:
     ("sys.exit(0)", "the sampler ended its process"),
     ("os._exit(3)", "exited with code 3"),
     ("raise RuntimeError('sampler broke')", "RuntimeError: sampler broke"),
+    ("seed = int(np.random.default_rng().integers(1 << 30))", "the family's sampler is not deterministic"),
+    ("return planar_box.sample(n - 1, seed)", "its sampler returned 3 items and 3 meta rows for n = 4"),
 ])
 def test_17_a_sampler_that_hangs_exits_or_raises_stops_the_run_before_anything_is_created(tmp_path, body, words):
     env = _family_plugin(tmp_path, body)
@@ -201,6 +203,18 @@ def test_17_a_sampler_that_hangs_exits_or_raises_stops_the_run_before_anything_i
     assert res.returncode == 2, text
     assert "--family evil[kind=lp1] (n=4, seed=0)" in text and words in text and "Traceback" not in text
     assert _nothing_created(tmp_path / "runs")
+
+
+def test_the_samplers_output_is_kept_within_its_cap(tmp_path):
+    from bench.problemsets import LOG_MAX_BYTES, LOG_NAME
+
+    env = _family_plugin(tmp_path, "print('x' * 3_000_000, flush=True)")
+    res = cb("run", "-f", "evil", "-s", "highs", "--n", "4", "--repeats", "1", "--out", tmp_path / "runs",
+             "--run-id", "r", cwd=tmp_path, env=env, timeout=300)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    logs = list((tmp_path / "runs" / "r").rglob(LOG_NAME))
+    assert logs and all(LOG_MAX_BYTES // 2 < log.stat().st_size <= LOG_MAX_BYTES + 100 for log in logs)
+    assert "bytes of output cut" in logs[0].read_text()
 
 
 def _files_folder(folder: Path, count: int, **override) -> Path:
@@ -292,6 +306,9 @@ def test_18_a_small_file_of_huge_arrays_is_refused_before_it_is_loaded(tmp_path)
     (["-f", "planar-box[mu=" + "(" * 3000 + ")" * 3000 + "]"], "nested 3000 brackets deep"),
     (["--workers", "100"], "--workers: this machine lets contactbench use"),
     (["--scheduler", "zzz://127.0.0.1:8786"], "--scheduler: expected an address like tcp://HOST:8786"),
+    (["--scheduler", "ucx://127.0.0.1:8786"], "the scheme 'ucx' is not supported"),
+    (["--scheduler", "tls://127.0.0.1:8786"], "the scheme 'tls' is not supported"),
+    (["--scheduler", "127.0.0.1"], "give the scheduler's port"),
 ])
 def test_12_13_16_bad_run_values_exit_2_at_once(tmp_path, args, words):
     started = time.monotonic()
