@@ -377,7 +377,8 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
             run_dir = rundir.open_run_dir(out, run_id, resume)
             stage = stack.enter_context(rundir.staging_dir(out))
             with console.status("generating and checking the problem sets ..."):
-                problemsets.prepare(cells, stage, timeout, also_in=[run_dir / "batches"])
+                problemsets.prepare(cells, stage, timeout, also_in=[run_dir / "batches"],
+                                    recheck=run_dir / "batches" if resume else None)
             client = client_when_ready()
             stack.enter_context(rundir.run_lock(out, run_dir.name))
             run_dir = rundir.open_run_dir(out, run_dir.name, resume)  # again, now that no other run can start it

@@ -118,19 +118,46 @@ def missing_sets(cells: list[Cell], folders: list[Path]) -> list[Cell]:
     return out
 
 
-def prepare(cells: list[Cell], folder: Path, timeout: float, also_in: list[Path] = ()) -> int:
+def digest_job(cell: Cell, out: str, *, parent_pid: int) -> None:
+    """A worker job: the content hash of the cell's problem set as generated now, written to
+    the file ``out``."""
+    from .execute import exit_if_orphaned
+
+    digest = batch_for(cell).content_hash()
+    exit_if_orphaned(parent_pid)
+    Path(out).write_text(digest)
+
+
+def _saved_sets(cells: list[Cell], folder: Path) -> list[Cell]:
+    """One cell per distinct problem set of ``cells`` saved under ``folder``."""
+    seen, out = set(), []
+    for cell in cells:
+        if cell.problem_key not in seen and (Path(folder) / f"{batch_name(cell)}.json").exists():
+            seen.add(cell.problem_key)
+            out.append(cell)
+    return out
+
+
+def prepare(cells: list[Cell], folder: Path, timeout: float, also_in: list[Path] = (),
+            recheck: Path | None = None) -> int:
     """Generate, check and save under ``folder`` each distinct problem set of ``cells`` that
     neither ``folder`` nor ``also_in`` holds; returns how many were generated. Each set has
     ``timeout`` seconds. ``ProblemError`` naming the set (``describe``) for the first that
     fails: a sampler error or a bad problem (its message), one that exits or crashes its
     process, or one that does not finish in time (its process is killed). ``OSError`` when
-    the disk refuses a saved batch."""
+    the disk refuses a saved batch.
+
+    ``recheck`` (a run's folder of saved sets, on ``--resume``): each set saved there is
+    generated again and must hold the same bytes; ``ProblemError`` naming the first that
+    changed (a ``files`` folder edited since, another sampler version): a run never holds
+    two problem sets under one name."""
     from .execute import LocalPool
 
     if not (isinstance(timeout, (int, float)) and timeout > 0):
         raise ProblemError(f"timeout: expected a number of seconds > 0, got {timeout!r}")
     todo = missing_sets(cells, [folder, *also_in])
-    if not todo:
+    saved = _saved_sets(cells, recheck) if recheck is not None else []
+    if not todo and not saved:
         return 0
     Path(folder).mkdir(parents=True, exist_ok=True)
     from .execute import STARTUP_SECONDS
@@ -139,6 +166,18 @@ def prepare(cells: list[Cell], folder: Path, timeout: float, also_in: list[Path]
         state, reason = pool.run((warm_up_job, ()), POOL_KEY, STARTUP_SECONDS)
         if state != "done":
             raise ProblemError(f"the process that generates the problem sets did not start: {reason}")
+        for cell in saved:
+            digest = Path(folder) / f"{batch_name(cell)}.digest"
+            state, reason = pool.run((digest_job, (cell, str(digest))), POOL_KEY, timeout)
+            if state != "done":
+                raise ProblemError(f"{describe(cell)}: generating it again failed ({state}: {reason})")
+            was = ProblemSet.load(recheck, batch_name(cell)).digest
+            now = digest.read_text()
+            digest.unlink()
+            if now != was:
+                raise ProblemError(f"--resume: {describe(cell)} changed since the run started (its problems now hash to "
+                                   f"{now[:12]}, the run's to {was[:12]}): the run would hold two problem sets under "
+                                   "one name; start a new run")
         for cell in todo:
             state, reason = pool.run((generate_job, (cell, str(folder))), POOL_KEY, timeout)
             cap_file(Path(folder) / LOG_NAME, LOG_MAX_BYTES)

@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bench import grid, report, runner
@@ -148,3 +149,38 @@ def test_a_wedged_worker_is_detected_retried_once_and_recorded(tmp_path, fake_pl
     hang = [r for r in results if str(r.cell.solver) == "fake-hang"][0]
     assert hang.seconds < 60 and "also on a retry" in hang.reason
     assert (hang.rows["outcome"] == "failed").all()
+
+
+def test_resume_refuses_a_problem_set_that_changed_since_the_run_started(tmp_path):
+    """A ``files`` run killed mid-cell, its folder edited, then resumed: the run would hold
+    two problem sets under one name, so ``--resume`` exits 2 naming the set and writes
+    nothing more."""
+    folder = tmp_path / "lps"
+    folder.mkdir()
+    c = np.stack([[1.0 + 0.1 * i, 2.0] for i in range(N)])
+    np.savez(folder / "lps.npz", c=c, A_ub=np.ones((N, 1, 2)), b_ub=np.ones((N, 1)))
+    mark = tmp_path / "sleeping"
+    env = {**os.environ, "CONTACTBENCH_PLUGINS": "fake_adapters", "FAKE_SLEEP_S": "300", "FAKE_SLEEP_MARK": str(mark),
+           "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), str(REPO)]), "CONTACTBENCH_CACHE": str(tmp_path / "cache")}
+    out = tmp_path / "runs"
+    args = ["--family", f"files[kind=lp,path={folder}]", "--solver", "highs", "--solver", "fake-sleepy", "--n", str(N),
+            "--repeats", "1", "--out", str(out), "--run-id", "r1", "--timeout", "600"]
+    proc = subprocess.Popen(_cli(args, env), env=env, cwd=REPO, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 180
+    try:
+        while not (mark.exists() and len(list((out / "r1").glob("*.parquet"))) == 1):
+            if time.time() > deadline:
+                pytest.fail("the first cell did not finish in time")
+            time.sleep(0.5)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    np.savez(folder / "lps.npz", c=c + 1.0, A_ub=np.ones((N, 1, 2)), b_ub=np.ones((N, 1)))
+    env["FAKE_SLEEP_S"] = "0"
+    resumed = subprocess.run(_cli([*args, "--resume"], env), env=env, cwd=REPO, capture_output=True, text=True,
+                             timeout=300)
+    text = " ".join((resumed.stdout + resumed.stderr).split())
+    assert resumed.returncode == 2, text
+    assert "--resume: --family files[" in text and "changed since the run started" in text and "Traceback" not in text
+    assert len(list((out / "r1").glob("*.parquet"))) == 1
