@@ -43,6 +43,11 @@ def check_release(package: str, version: str, adapter: str, work: Path) -> dict[
     probe = subprocess.run([sys.executable, "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
                            capture_output=True, text=True, env=env)
     record["installed"] = probe.stdout.strip()
+    if record["installed"] != version:  # another release would be tested under this one's name
+        found = record["installed"] or "none"
+        record["error"] = (f"{package} {version} is not what the check would import from {target} (found {found}); "
+                           "remove that folder to install the release again")
+        return record
     checked = subprocess.run([sys.executable, "-m", "bench.cli", "check-adapter", adapter], capture_output=True,
                              text=True, env=env, timeout=1800)
     out = checked.stdout

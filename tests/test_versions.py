@@ -7,20 +7,39 @@ import pytest
 from bench import versions
 
 
+def _dist_info(folder, package: str, release: str) -> None:
+    """The metadata pip leaves beside an installed release."""
+    info = folder / f"{package}-{release}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: {release}\n")
+
+
 @pytest.mark.needs("highs")
-def test_an_empty_overlay_checks_the_installed_release(tmp_path):
+def test_an_empty_overlay_of_the_installed_release_checks_it(tmp_path):
     from importlib.metadata import version
 
-    (tmp_path / "highspy-here").mkdir()
-    record = versions.check_release("highspy", "here", "highs", tmp_path)
-    assert record["installed"] == version("highspy")
+    installed = version("highspy")
+    (tmp_path / f"highspy-{installed}").mkdir()
+    record = versions.check_release("highspy", installed, "highs", tmp_path)
+    assert record["installed"] == installed
     assert record["fail"] == 0 and record["pass"] >= 20 and record["error"] == ""
+
+
+@pytest.mark.needs("highs")
+def test_a_folder_without_the_release_is_an_error_row_never_the_installed_release_under_its_name(tmp_path):
+    from importlib.metadata import version
+
+    (tmp_path / "highspy-1.10.0").mkdir()
+    record = versions.check_release("highspy", "1.10.0", "highs", tmp_path)
+    assert record["installed"] == version("highspy") != "1.10.0"
+    assert record["pass"] == -1 and f"found {version('highspy')}" in record["error"]
 
 
 @pytest.mark.needs("highs")
 def test_a_release_that_does_not_import_is_named_with_the_reason(tmp_path):
     package = tmp_path / "highspy-broken" / "highspy"
     package.mkdir(parents=True)
+    _dist_info(tmp_path / "highspy-broken", "highspy", "broken")
     (package / "__init__.py").write_text('raise ImportError("this release is broken on purpose")\n')
     record = versions.check_release("highspy", "broken", "highs", tmp_path)
     assert record["pass"] == 0 and record["fail"] == 0
