@@ -20,7 +20,8 @@ from rich.table import Table
 
 import problems
 import solvers
-from solvers import BenchError
+from solvers import BenchError, ProblemError
+from solvers.timing import check_repeats
 
 from . import grid, report, rundir, runner, seed002
 from .env import has_gpu
@@ -315,7 +316,10 @@ def check_out_writable(out: Path) -> None:
     is full (a probe of ``PROBE_BYTES`` does not fit), before anything is created there."""
     try:
         out.mkdir(parents=True, exist_ok=True)
+        rundir.check_latest(out)
         probe = tempfile.NamedTemporaryFile(dir=out, prefix=".contactbench-probe-", delete=True)
+    except BenchError as exc:
+        _fail(str(exc))
     except OSError as exc:
         _fail(f"--out: cannot write results under {str(out)!r} ({exc.strerror or exc})")
     try:
@@ -525,6 +529,12 @@ def ablate(
         _fail(f"--scale: expected a number in (0, 1], got {scale!r}")
     if device not in ("cpu", "gpu"):
         _fail(f"--device: expected cpu or gpu, got {device!r}")
+    try:
+        check_repeats(repeats)
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise ProblemError(f"timeout: expected a finite number of seconds > 0, got {timeout!r}")
+    except BenchError as exc:
+        _fail(_cli_names(str(exc)))
     try:
         if table == "gpu":
             devices = ("cpu", "gpu") if has_gpu() else ("cpu",)

@@ -138,10 +138,20 @@ def sizes_of(values: list[str | int]) -> list[int]:
                 size = int(str(part).strip())
             except ValueError:
                 raise ProblemError(f"n: expected integers >= 1, got {value!r}") from None
-            if size < 1:
-                raise ProblemError(f"n: expected integers >= 1, got {size}")
-            out.append(size)
+            out.append(check_size(size))
     return out
+
+
+#: the most scenes of one cell (a batch axis numpy and JAX index with 32 bits)
+SCENES_MAX = (1 << 31) - 1
+
+
+def check_size(n: int) -> int:
+    """``n`` (scenes of a cell) when an integer from 1 to ``SCENES_MAX``, else ``ProblemError``
+    naming ``n``: the one check of a cell's size."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= SCENES_MAX:
+        raise ProblemError(f"n: expected integers from 1 to {SCENES_MAX:,}, got {n!r}")
+    return n
 
 
 def devices_of(device: str, solver_specs=None) -> list[str]:
@@ -249,8 +259,7 @@ def expand(families: list[str | FamilySpec], solver_specs: list[str | SolverSpec
         if dev not in DEVICES:
             raise ProblemError(f"device: expected one of {list(DEVICES)}, got {dev!r}")
     for n in sizes:
-        if not isinstance(n, int) or n < 1:
-            raise ProblemError(f"n: expected integers >= 1, got {n!r}")
+        check_size(n)
     check_repeats(repeats)
     fams = [FamilySpec.parse(f) for f in families]
     names = [_adapter_name(raw) for raw in solver_specs]
@@ -283,4 +292,5 @@ def expand(families: list[str | FamilySpec], solver_specs: list[str | SolverSpec
                         skipped.append((f"{spec} {dev}", f"{spec.name} {why}"))
                         continue
                     cells.extend(Cell(fam, n, seed, spec, dt, dev, repeats) for n in sizes)
-    return cells, sorted(set(skipped))
+    unique = {cell.cell_id: cell for cell in reversed(cells)}  # a family, solver or size given twice: once
+    return [cell for cell in cells if unique.get(cell.cell_id) is cell], sorted(set(skipped))

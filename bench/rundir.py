@@ -270,12 +270,13 @@ LATEST = "latest"
 def check_run_id(run_id: str | None) -> None:
     """``ProblemError`` naming ``--run-id`` unless ``run_id`` is None or one safe path
     component: letters, digits, '.', '_' and '-', at most ``RUN_ID_MAX`` characters, not
-    '.', '..' or the reserved ``latest``."""
+    starting with '.' (the run's lock and staging files are hidden names) and not the
+    reserved ``latest``."""
     if run_id is None:
         return
-    if not isinstance(run_id, str) or not RUN_ID.match(run_id) or run_id in (".", ".."):
-        raise ProblemError(f"--run-id: expected one path component of letters, digits, '.', '_' and '-' "
-                           f"(not '.' or '..'), got {run_id!r}")
+    if not isinstance(run_id, str) or not RUN_ID.match(run_id) or run_id.startswith("."):
+        raise ProblemError(f"--run-id: expected one path component of letters, digits, '.', '_' and '-', not "
+                           f"starting with '.' (hidden names are contactbench's own), got {run_id!r}")
     if len(run_id) > RUN_ID_MAX:
         raise ProblemError(f"--run-id: expected at most {RUN_ID_MAX} characters, got {len(run_id)}")
     if run_id == LATEST:
@@ -380,11 +381,26 @@ def write_manifest(run_dir: Path, data: dict) -> None:
     write_json_atomic(run_dir / "run.json", data)
 
 
+def check_latest(out: Path) -> None:
+    """``ProblemError`` when ``out/latest`` is there and is not a link (a user's folder or
+    file there is never replaced)."""
+    link = Path(out) / LATEST
+    if not link.is_symlink() and link.exists():
+        raise ProblemError(f"--out: {str(link)!r} is a {'folder' if link.is_dir() else 'file'}, not the link to the "
+                           f"newest run contactbench keeps there; move it away, or choose another --out")
+
+
 def point_latest(out: Path, run_dir: Path) -> None:
-    """Make ``out/latest`` a relative symlink to ``run_dir`` (replaced atomically)."""
-    link = out / "latest"
+    """Make ``out/latest`` a relative symlink to ``run_dir`` (replaced atomically);
+    ``ProblemError`` (``check_latest``) when a folder or file stands there."""
+    check_latest(out)
+    link = out / LATEST
     tmp = out / f".latest.{os.getpid()}"
     if tmp.is_symlink() or tmp.exists():
         tmp.unlink()
     os.symlink(os.path.relpath(run_dir, out), tmp)
-    os.replace(tmp, link)
+    try:
+        os.replace(tmp, link)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise

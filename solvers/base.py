@@ -90,9 +90,12 @@ class Option:
                 out = low in ("true", "1", "yes", "on")
             else:
                 out = self.type(value)
-        except (TypeError, ValueError):
+            if self.type is int and not INT64_MIN <= out <= INT64_MAX:  # a solver's C integer
+                raise ValueError(value)
+        except (TypeError, ValueError, OverflowError):
             raise ProblemError(
-                f"setting {key!r}: expected a {self.type.__name__}, got {value!r}"
+                f"setting {key!r}: expected a {self.type.__name__}"
+                + (" that fits in 64 bits" if self.type is int else "") + f", got {value!r}"
             ) from None
         if self.choices is not None and out not in self.choices:
             raise ProblemError(
@@ -100,6 +103,10 @@ class Option:
             )
         self._check_range(key, value, out)
         return out
+
+
+#: the range of an integer option: what a solver's C integer (at most 64 bits) can hold
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,9 @@ def split_spec(spec: str, what: str = "solver spec") -> tuple[str, dict[str | No
             key, value = (s.strip() for s in item.split("=", 1))
             if not key:
                 raise ProblemError(f"{what}: empty setting name in {spec!r}")
+            if key in items:
+                raise ProblemError(f"{what}: {key!r} given twice ({items[key]!r}, {value!r}) in {spec!r}; "
+                                   "expected each setting once")
             items[key] = value
         elif None in items:
             raise ProblemError(f"{what}: two bare words ({items[None]!r}, {item!r}) in {spec!r}; "

@@ -74,11 +74,15 @@ def _end_to_end(adapter: Adapter, problem: StandardForm) -> tuple[BatchSolution,
     return solution, time.perf_counter() - t0, t2 - t1
 
 
+#: the most timed repeats of a cell
+REPEATS_MAX = 100_000
+
+
 def check_repeats(repeats: int) -> int:
-    """``repeats`` (timed repeats of a cell) when an integer >= 1, else ``ProblemError``: the
-    one check, read by ``timed_solve`` and by the grid (``bench.grid``)."""
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ProblemError(f"repeats: expected an integer >= 1, got {repeats!r}")
+    """``repeats`` (timed repeats of a cell) when an integer from 1 to ``REPEATS_MAX``, else
+    ``ProblemError``: the one check, read by ``timed_solve`` and by the grid (``bench.grid``)."""
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= REPEATS_MAX:
+        raise ProblemError(f"repeats: expected an integer from 1 to {REPEATS_MAX:,}, got {repeats!r}")
     return repeats
 
 

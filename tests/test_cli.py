@@ -158,3 +158,35 @@ def test_check_adapter_fails_an_adapter_that_ends_its_process_or_hangs(fake_plug
     assert res.output.count(" fail ") == 2 and words in " ".join(res.output.split()), res.output
     bad = cli.invoke(app, ["check-adapter", name, "--check", "lp_nope"])
     assert bad.exit_code == 2 and "--check: expected ids of" in " ".join(bad.output.split())
+
+
+@pytest.mark.parametrize("args, words", [
+    (["run", "-f", "planar-box[mu=0.5,mu=0.6]"], "'mu' given twice ('0.5', '0.6')"),
+    (["run", "--n", str(1 << 70)], "n: expected integers from 1 to 2,147,483,647"),
+    (["run", "--repeats", str(1 << 70)], "repeats: expected an integer from 1 to"),
+    (["run", "-s", f"highs[time_limit=1,threads={1 << 70}]"], "expected a int that fits in 64 bits"),
+    (["run", "--run-id", ".y.lock"], "not starting with '.'"),
+    (["ablate", "--repeats", "0"], "--repeats: expected an integer from 1 to"),
+])
+def test_values_that_would_misbehave_later_exit_2_naming_them(tmp_path, args, words):
+    res = cli.invoke(app, [*args, *(["-s", "highs"] if args[0] == "run" and "-s" not in args else []),
+                           "--out", str(tmp_path / "runs")], terminal_width=400)
+    assert res.exit_code == 2 and words in " ".join(res.output.split()), res.output
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_a_solver_family_or_size_given_twice_runs_once():
+    from bench import grid
+
+    cells, _ = grid.expand(["planar-box", "planar-box"], ["highs", "highs"], ["float64"], ["cpu"], [4, 4], 0, 1)
+    assert len(cells) == 1
+
+
+def test_a_folder_at_out_latest_is_named_and_left_alone(tmp_path):
+    out = tmp_path / "runs"
+    (out / "latest").mkdir(parents=True)
+    (out / "latest" / "mine.txt").write_text("mine")
+    res = cli.invoke(app, ["run", "-f", "planar-box", "-s", "highs", "--n", "2", "--out", str(out)],
+                     terminal_width=400)
+    assert res.exit_code == 2 and "is a folder, not the link to the newest run" in " ".join(res.output.split())
+    assert sorted(p.name for p in out.iterdir()) == ["latest"] and (out / "latest" / "mine.txt").read_text() == "mine"
