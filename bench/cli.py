@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import shlex
 import sys
 import tempfile
@@ -14,7 +15,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -66,8 +67,19 @@ def _main(version: bool = typer.Option(False, "--version", callback=_version, is
     """
 
 
+#: terminal control sequences (CSI, OSC, other escapes) and the C0 / C1 control characters
+#: but newline and tab: text from adapters, families and files never moves the cursor,
+#: recolours or retitles the user's terminal
+_CONTROLS = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _text(value) -> str:
+    """``value`` as text safe to print: control sequences removed, rich markup escaped."""
+    return _markup_escape(_CONTROLS.sub("", str(value)))
+
+
 def _fail(message: str) -> None:
-    console.print(f"[bold red]error:[/] {escape(message)}")
+    console.print(f"[bold red]error:[/] {_text(message)}")
     raise typer.Exit(2)
 
 
@@ -104,11 +116,11 @@ def list_cmd() -> None:
     for name, reason in avail.items():
         cls = registry.get(name)
         if cls is None:
-            table.add_row(escape(name), escape(f"no: {reason}"), "", "", "", "", "", "")
+            table.add_row(_text(name), _text(f"no: {reason}"), "", "", "", "", "", "")
             continue
         caps = cls.CAPABILITIES
         kinds = "/".join(k for k in ("lp", "qp", "socp") if getattr(caps, k))
-        table.add_row(escape(name), "yes" if reason is None else escape(f"no: {reason}"), kinds, str(caps.batched),
+        table.add_row(_text(name), "yes" if reason is None else _text(f"no: {reason}"), kinds, str(caps.batched),
                       ",".join(caps.devices), ",".join(caps.dtypes), ",".join(cls.SETTINGS),
                       ", ".join(cls.options()))
     console.print(table)
@@ -119,13 +131,13 @@ def list_cmd() -> None:
     for col in ("family", "parameter", "type", "default", "meaning"):
         params.add_column(col, overflow="fold")
     for name, fam in problems.families().items():
-        fams.add_row(escape(name), ",".join(fam.kinds), escape(fam.description))
-        params.add_row(escape(name), "kind", escape(" | ".join(fam.kinds)), escape(fam.default_kind),
+        fams.add_row(_text(name), ",".join(fam.kinds), _text(fam.description))
+        params.add_row(_text(name), "kind", _text(" | ".join(fam.kinds)), _text(fam.default_kind),
                        "problem kind (see the kinds table)")
         for p in fam.params:
-            params.add_row(escape(name), escape(p.name), escape(p.type), escape(repr(p.default)), escape(p.doc))
+            params.add_row(_text(name), _text(p.name), _text(p.type), _text(repr(p.default)), _text(p.doc))
     for label, reason in problems.broken_families().items():
-        fams.add_row(escape(label), "", escape(f"failed to load: {reason}"))
+        fams.add_row(_text(label), "", _text(f"failed to load: {reason}"))
     console.print(fams)
     console.print(params)
     kinds = Table(title="problem kinds")
@@ -133,7 +145,7 @@ def list_cmd() -> None:
         kinds.add_column(col, overflow="fold")
     for name, kind in problems.kinds.kinds().items():
         ref = kind.reference_adapter()[0].NAME if kind.reference_solver else "own"
-        kinds.add_row(escape(name), kind.problem_class, ",".join(kind.outcomes), escape(ref), escape(kind.description))
+        kinds.add_row(_text(name), kind.problem_class, ",".join(kind.outcomes), _text(ref), _text(kind.description))
     console.print(kinds)
 
 
@@ -297,7 +309,7 @@ def _start_dask(stack: contextlib.ExitStack, scheduler: Optional[str], workers: 
         # the embedded cluster serves its dashboard when bokeh is installed here (a remote scheduler: its own)
         served = scheduler or importlib.util.find_spec("bokeh") is not None
         link = getattr(connected, "dashboard_link", None) if served else None
-        console.print(f"Dask: {escape(where)}" + (f"; dashboard {escape(link)}" if link else ""))
+        console.print(f"Dask: {_text(where)}" + (f"; dashboard {_text(link)}" if link else ""))
         return connected
 
     return client
@@ -337,15 +349,15 @@ PROBE_BYTES = 1 << 12
 def _write_error(option: str, path: Path, exc: OSError) -> None:
     """Exit 1 with a message naming ``option`` and ``path`` (no traceback) when the disk
     refuses an output; nothing half-written is left (outputs are swapped in whole)."""
-    console.print(f"[bold red]error:[/] {option}: cannot write {escape(str(path))}: "
-                  f"{escape(exc.strerror or str(exc))}; nothing was changed there")
+    console.print(f"[bold red]error:[/] {option}: cannot write {_text(str(path))}: "
+                  f"{_text(exc.strerror or str(exc))}; nothing was changed there")
     raise typer.Exit(1)
 
 
 def _write_failed(run_dir: Path, exc: OSError) -> None:
     """Exit 1 with a message (no traceback) when the disk refuses a write mid-run."""
-    console.print(f"[bold red]error:[/] cannot write results under {escape(str(run_dir))}: "
-                  f"{escape(exc.strerror or str(exc))}; finished cells are kept, --resume continues")
+    console.print(f"[bold red]error:[/] cannot write results under {_text(str(run_dir))}: "
+                  f"{_text(exc.strerror or str(exc))}; finished cells are kept, --resume continues")
     raise typer.Exit(1)
 
 
@@ -403,7 +415,7 @@ def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped
     manifest = _start_run(ctx, client, embedded, cells, skipped, run_dir, out, resume, timeout, exclusive, stage,
                           grid_options)
     for what, why in skipped:
-        console.print(f"[dim]skip {escape(what)}: {escape(why)}[/]")
+        console.print(f"[dim]skip {_text(what)}: {_text(why)}[/]")
     console.print(f"run [bold]{run_dir.name}[/]: {len(cells)} cells -> {run_dir}")
     results = _run_with_progress(cells, run_dir, timeout, resume, client, exclusive)
     return _finish_run(results, skipped, manifest, run_dir)
@@ -448,19 +460,19 @@ def _run_with_progress(cells: list, run_dir: Path, timeout: float, resume: bool,
         task = progress.add_task("cells", total=len(cells))
 
         def started(cell: grid.Cell) -> None:
-            progress.update(task, description=escape(_cell_title(cell)))
+            progress.update(task, description=_text(_cell_title(cell)))
 
         def done(result: runner.CellResult) -> None:
             progress.advance(task)
-            head = escape(_cell_title(result.cell))
+            head = _text(_cell_title(result.cell))
             if result.state == "skipped":
                 progress.console.print(f"[dim]= {head}: already done[/]")
             elif result.state in ("unavailable", "refused"):
-                progress.console.print(f"[dim]skip {head}: {escape(result.reason)}[/]")
+                progress.console.print(f"[dim]skip {head}: {_text(result.reason)}[/]")
             elif result.state == "done":
                 progress.console.print(cell_line(head, result.rows))
             else:
-                why = escape(result.reason.splitlines()[0]) if result.reason else ""
+                why = _text(result.reason.splitlines()[0]) if result.reason else ""
                 progress.console.print(f"[red]✗[/] {head}: {result.state}: {why}")
 
         try:
@@ -496,7 +508,7 @@ def _finish_run(results: list, skipped: list, manifest: dict, run_dir: Path) -> 
         raise typer.Exit(1)
     if results and not ran:
         why = "; ".join(sorted({r.reason for r in [*refused, *unavailable]}))
-        console.print(f"[bold red]error:[/] no cell could run: {escape(why)}")
+        console.print(f"[bold red]error:[/] no cell could run: {_text(why)}")
         raise typer.Exit(1)
     if ran and len(bad) == len(ran):
         console.print("[bold red]error:[/] every cell failed")
@@ -575,7 +587,7 @@ def _print_summary(summary, where: str = "") -> None:
         table.add_column(col, justify="right" if col in ("rank", "scenes", "cases", "correct", "false accept",
                                                          "uncertain/failed") else "left", no_wrap=col != "solver")
     for _, row in lines.iterrows():
-        table.add_row(*[escape(str(v)) for v in row], style="red" if row["false accept"] else None)
+        table.add_row(*[_text(str(v)) for v in row], style="red" if row["false accept"] else None)
     console.print(table)
     console.print(f"[dim]every column, the rates with their intervals and provenance: {where or 'contactbench report'}"
                   " and the dashboard (contactbench publish)[/]")
@@ -726,21 +738,21 @@ def compare_cmd(
         print(json.dumps(result.to_json(), indent=2, default=str))
         raise typer.Exit(1 if result.worse else 0)
     for note in result.notes:
-        console.print(f"[yellow]note:[/] {escape(note)}")
+        console.print(f"[yellow]note:[/] {_text(note)}")
     rows = compare.text_rows(result)
-    table = Table(title=f"NEW {escape(str(new))} against BASE {escape(str(base))} ({100 * result.confidence:g} % "
+    table = Table(title=f"NEW {_text(str(new))} against BASE {_text(str(base))} ({100 * result.confidence:g} % "
                         f"intervals; slower / faster beyond x{result.threshold:g})")
     for col in rows.columns:
         table.add_column(col, overflow="fold")
     colours = {"same": "dim"}
     for _, r in rows.iterrows():
         style = "red" if any(w in r["verdict"] for w in compare.WORSE) else colours.get(r["verdict"], "green")
-        table.add_row(*[escape(str(v)) for v in r], style=style)
+        table.add_row(*[_text(str(v)) for v in r], style=style)
     console.print(table)
     for label, only in (("missing in NEW, worse", result.only_base), ("only in NEW", result.only_new)):
         if len(only):
             console.print(f"{label} ({len(only)}): " + "; ".join(
-                escape(f"{r.solver_spec} {r.dtype} {r.device} {r.family_label}/{r.kind} n={r.n_scenes}")
+                _text(f"{r.solver_spec} {r.dtype} {r.device} {r.family_label}/{r.kind} n={r.n_scenes}")
                 for r in only.itertuples()))
     worse = int(result.table["worse"].sum()) if len(result.table) else 0
     missing = f", {len(result.only_base)} missing in NEW" if len(result.only_base) else ""
@@ -783,8 +795,8 @@ def _print_recommendation(result) -> None:
                     "uncertain <=", "wrong <=", "us per case [interval]"):
             table.add_column(col, justify="left" if col in ("configuration", "family", "kind") else "right")
         for _, r in q.iterrows():
-            table.add_row(rank_text(r["rank"], r["tied"]), escape(str(r["config"])),
-                          escape(str(r["family"])), escape(str(r["kind"])), str(r["scenes"]), f"{r['cases']:,}",
+            table.add_row(rank_text(r["rank"], r["tied"]), _text(str(r["config"])),
+                          _text(str(r["family"])), _text(str(r["kind"])), str(r["scenes"]), f"{r['cases']:,}",
                           sci(r["false_accept_bound"]), sci(r["uncertain_bound"]), sci(r["wrong_bound"]),
                           interval_text(r["us_per_case"], r["time_low_us"], r["time_high_us"]))
         console.print(table)
@@ -796,10 +808,10 @@ def _print_recommendation(result) -> None:
         for col in ("configuration", "family", "kind", "scenes", "status", "us per case", "reasons"):
             table.add_column(col, overflow="fold")
         for _, r in rest.iterrows():
-            table.add_row(escape(str(r["config"])), escape(str(r["family"])), escape(str(r["kind"])),
+            table.add_row(_text(str(r["config"])), _text(str(r["family"])), _text(str(r["kind"])),
                           str(r["scenes"]), r["status"], interval_text(r["us_per_case"], r["time_low_us"],
                                                                       r["time_high_us"]),
-                          escape("; ".join(r["reasons"])))
+                          _text("; ".join(r["reasons"])))
         console.print(table)
     if result.rerun_n is not None:
         console.print(f"A rerun with --n {result.rerun_n:,} (scenes) decides the {result.rerun_decides} open configuration(s) a "
@@ -852,8 +864,8 @@ def check_adapter(
     colours = {"pass": "green", "fail": "red", "unexpected pass": "red", "known issue": "yellow"}
     for _, r in rows.iterrows():
         colour = colours.get(r["result"], "dim")
-        result = escape(r["result"])
-        table.add_row(r["dtype"], r["check"], f"[{colour}]{result}[/]", escape(r["reason"]))
+        result = _text(r["result"])
+        table.add_row(r["dtype"], r["check"], f"[{colour}]{result}[/]", _text(r["reason"]))
     console.print(table)
     counts = rows["result"].value_counts().to_dict()
     console.print(", ".join(f"{v} {k}" for k, v in counts.items()))

@@ -73,6 +73,17 @@ class RaisingAdapter(Adapter):
         raise FloatingPointError("fake-raise: pivot on zero")
 
 
+class AnsiRaisingAdapter(Adapter):
+    """Raises with terminal control sequences in its message (colour, a window title, a
+    cursor move, a bell)."""
+
+    NAME = "fake-ansi"
+    CAPABILITIES = Capabilities(dtypes=("float64",))
+
+    def run(self, prepared):
+        raise RuntimeError("\x1b[31mred\x1b[0m \x1b]0;owned\x07title \x1b[2Jcleared\x07 [bold]markup[/bold]")
+
+
 class OverconfidentAdapter(Adapter):
     """Claims OPTIMAL with lam = 0 and y = 0 for every case: must never verify."""
 
@@ -285,7 +296,7 @@ class PretendGpuHighs(HighsAdapter):
     CAPABILITIES = Capabilities(dtypes=("float64",), devices=("cpu", "gpu"))
 
 
-ADAPTERS = [ExitingHighs, HangingAdapter, CrashingAdapter, RaisingAdapter, OverconfidentAdapter, SleepyHighs,
+ADAPTERS = [ExitingHighs, AnsiRaisingAdapter, HangingAdapter, CrashingAdapter, RaisingAdapter, OverconfidentAdapter, SleepyHighs,
             InfeasibleClaimAdapter, RandomAnswerAdapter, NanOptimalAdapter, PretendGpuHighs, AbsentAdapter,
             MutatingAdapter, DegradedHighs, SuperOptimalClarabel, ShiftedClarabel,
             NoisyForcesClarabel]

@@ -190,3 +190,20 @@ def test_a_folder_at_out_latest_is_named_and_left_alone(tmp_path):
                      terminal_width=400)
     assert res.exit_code == 2 and "is a folder, not the link to the newest run" in " ".join(res.output.split())
     assert sorted(p.name for p in out.iterdir()) == ["latest"] and (out / "latest" / "mine.txt").read_text() == "mine"
+
+
+def test_control_sequences_in_an_adapters_message_never_reach_the_terminal(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import TESTS_DIR
+
+    env = {**os.environ, "CONTACTBENCH_PLUGINS": "fake_adapters", "COLUMNS": "300",
+           "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "bench.cli", "run", "-f", "planar-box", "-s", "fake-ansi", "--n", "2",
+                           "--repeats", "1", "--out", str(tmp_path / "runs")], capture_output=True, text=True,
+                          env=env, timeout=300)
+    text = proc.stdout + proc.stderr
+    assert "red title cleared [bold]markup[/bold]" in text, text
+    assert "\x1b" not in text and "\x07" not in text
