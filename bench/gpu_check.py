@@ -27,6 +27,7 @@ they start several JAX processes on the one GPU.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import subprocess
@@ -121,8 +122,17 @@ def main(argv: list[str] | None = None) -> int:
         sizes = tuple(int(v) for v in args.sizes.split(",") if v.strip())
     except ValueError:
         parser.error(f"--sizes: expected integers like 256,4096, got {args.sizes!r}")
-    if not sizes or min(sizes) < 1 or args.budget <= 0 or args.cell_timeout <= 0 or args.workers < 1:
-        parser.error("--sizes: integers >= 1; --budget, --cell-timeout: > 0; --workers: >= 1")
+    if not sizes or min(sizes) < 1 or args.workers < 1 or not all(
+            math.isfinite(v) and v > 0 for v in (args.budget, args.cell_timeout)):
+        parser.error("--sizes: integers >= 1; --budget, --cell-timeout: finite numbers of seconds > 0; --workers: >= 1")
+    from solvers.errors import ProblemError
+
+    from .rundir import OUTPUT_MARKER, check_output_dir
+
+    try:
+        check_output_dir(args.out)
+    except ProblemError as exc:
+        parser.error(str(exc))
     gpu = gpu_name()
     if args.device == "gpu" and gpu is None:
         print("gpu-check: JAX sees no GPU here (jax.devices('gpu') is empty); nothing measured. "
@@ -131,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / OUTPUT_MARKER).write_text("written by contactbench gpu-check; this folder is written over on the next check\n")
     import jax
 
     lines = ["# gpu-check", "", f"- host: {platform.node()}, {os.cpu_count()} CPU cores",
@@ -141,15 +152,21 @@ def main(argv: list[str] | None = None) -> int:
 
     env = {**os.environ, **worker_gpu_env()}
     unspent = 0.0
+    states = []
     for name, output, commands in steps(args.out, args.device, sizes, args.cell_timeout, args.workers):
         allowed = SHARES[name] * args.budget + unspent
         print(f"gpu-check: {name} (at most {allowed:.0f} s) ...", flush=True)
         state, seconds = run_step(commands, args.out / output, allowed, env)
         unspent = max(allowed - seconds, 0.0)
+        states.append(state)
         print(f"gpu-check: {name} {state} in {seconds:.0f} s -> {args.out / output}", flush=True)
         lines.append(f"| {name} | {state} | {seconds:.0f} | {output} |")
     (args.out / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+    failed = [state for state in states if state.startswith("failed")]
+    if failed or "done" not in states:
+        print(f"gpu-check: {len(failed)} of {len(states)} steps failed, {states.count('done')} done", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -105,3 +105,26 @@ def test_make_gpu_check_installs_jax_with_cuda_before_it_checks(tmp_path):
     gpu = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]["gpu"]
     assert any(re.match(r"jax\[cuda\d+\]", req) for req in gpu), gpu
     assert "contactbench[linrax,qpax,mpax]" in gpu and any(req.startswith("dask-cuda") for req in gpu)
+
+
+def test_failed_steps_exit_1_and_bad_budgets_or_a_users_folder_exit_2(tmp_path, monkeypatch, capsys):
+    import sys
+
+    from bench import gpu_check
+
+    fail = [sys.executable, "-c", "raise SystemExit(3)"]
+    monkeypatch.setattr(gpu_check, "steps", lambda out, device, sizes, cell_timeout, workers: [
+        (name, f"{name}.md", [fail]) for name in gpu_check.SHARES])
+    assert gpu_check.main(["--device", "cpu", "--budget", "30", "--out", str(tmp_path / "check")]) == 1
+    assert "| scaling | failed (exit 3) |" in (tmp_path / "check" / "summary.md").read_text()
+    for budget in ("nan", "inf", "-1"):
+        with pytest.raises(SystemExit) as exit_:
+            gpu_check.main(["--device", "cpu", "--budget", budget, "--out", str(tmp_path / "b")])
+        assert exit_.value.code == 2
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "summary.md").write_text("my notes")
+    with pytest.raises(SystemExit) as exit_:
+        gpu_check.main(["--device", "cpu", "--budget", "30", "--out", str(mine)])
+    assert exit_.value.code == 2 and (mine / "summary.md").read_text() == "my notes"
+    assert "did not write" in capsys.readouterr().err
