@@ -180,12 +180,8 @@ def run(
         values = {"family": family, "solver": solver, "n": _split(n), "dtype": _split(dtype), "device": device,
                   "seed": seed, "repeats": repeats, "timeout": timeout, "preset": preset}
         chosen = _grid_options(ctx, config, values)
-        merged = {**values, **chosen}
-        # every grid argument is checked once, where the grid is built (bench.grid.plan)
-        cells, skipped, preset_timeout = grid.plan(merged["preset"], merged["family"], merged["solver"],
-                                                   merged["n"], merged["dtype"], merged["device"], merged["seed"],
-                                                   merged["repeats"], merged["timeout"])
-        timeout = merged["timeout"]
+        cells, skipped, preset_timeout = _plan(values, chosen)
+        timeout = {**values, **chosen}["timeout"]
         if workers is not None and scheduler:
             _fail("--workers: not with --scheduler (the cluster's workers run the cells)")
         if workers is not None:
@@ -230,16 +226,37 @@ def _grid_options(ctx: typer.Context, config: Optional[Path], values: dict) -> d
         chosen = {**gridfile.read(config), **chosen}
     return gridfile.check(chosen, "run")
 
+def _plan(values: dict, chosen: dict) -> tuple[list, list, Optional[float]]:
+    """``bench.grid.plan`` of the run options ``values`` with the grid options ``chosen`` over
+    them: ``(cells, skipped, the preset's timeout)``. Every grid argument is checked there,
+    once."""
+    merged = {**values, **chosen}
+    return grid.plan(merged["preset"], merged["family"], merged["solver"], merged["n"], merged["dtype"],
+                     merged["device"], merged["seed"], merged["repeats"], merged["timeout"])
+
+
 def _resumed_grid(ctx: typer.Context, out: Path, run_id: Optional[str], cells: list, timeout: Optional[float],
                   chosen: dict, config: Optional[Path]) -> tuple[list, list, Optional[float], dict]:
     """``(cells, skipped, timeout, grid options)`` a ``--resume`` continues: the grid its
     ``run.json`` recorded. Grid options given on the command line or by ``--config`` must
     name that same grid (``ProblemError`` naming them otherwise); ``--timeout`` may change,
     else the recorded one."""
+    from . import gridfile
+
     run_dir = rundir.resume_dir(out, run_id)
     manifest = rundir.read_manifest(run_dir)
+    if not isinstance(manifest.get("cells"), list) and (run_dir / "grid.toml").is_file():
+        recorded_grid = gridfile.read(run_dir / "grid.toml")
+        console.print(f"[yellow]note:[/] {_text(run_dir / 'run.json')} does not read; continuing the grid "
+                      f"{_text(run_dir / 'grid.toml')} records")
+        defaults = {p.name: p.default for p in ctx.command.params}
+        recorded, skipped, _preset_timeout = _plan({
+            "family": defaults["family"] or [], "solver": defaults["solver"] or [], "n": _split(defaults["n"]),
+            "dtype": _split(defaults["dtype"]), "device": defaults["device"], "seed": defaults["seed"],
+            "repeats": defaults["repeats"], "timeout": None, "preset": defaults["preset"]}, recorded_grid)
+        manifest = {"cells": [c.to_dict() for c in recorded], "skipped": skipped, "grid": recorded_grid}
     if not isinstance(manifest.get("cells"), list):
-        raise BenchError(f"--resume: {str(run_dir)!r} has no readable run.json recording its grid; "
+        raise BenchError(f"--resume: {str(run_dir)!r} has no readable run.json or grid.toml recording its grid; "
                          "start a new run instead")
     try:
         recorded = [grid.Cell.from_dict(d) for d in manifest["cells"]]

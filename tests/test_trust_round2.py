@@ -351,6 +351,18 @@ def test_05_resume_continues_the_recorded_grid_and_keeps_its_history(tmp_path):
        "--repeats", "1", cwd=tmp_path, check=0)
 
 
+def test_resume_continues_the_grid_of_grid_toml_when_run_json_is_truncated(tmp_path):
+    run = small_run(tmp_path, "r", ("highs",))
+    cell = next(run.glob("*.parquet"))
+    cell.unlink()
+    text = (run / "run.json").read_text()
+    (run / "run.json").write_text(text[: len(text) // 2])  # a crash mid-write of another tool
+    res = cb("run", "--resume", "--run-id", "r", "--out", tmp_path / "runs", cwd=tmp_path, check=0)
+    assert "does not read; continuing the grid" in " ".join(res.stdout.split())
+    assert sorted(p.name for p in run.glob("*.parquet")) == [cell.name]  # the recorded grid, not the default preset
+    assert json.loads((run / "run.json").read_text())["cells"]
+
+
 def test_07_a_second_run_with_the_same_id_is_refused_while_the_first_runs(tmp_path):
     mark = tmp_path / "inside"
     env = {**os.environ, **PLUGINS, "FAKE_SLEEP_S": "30", "FAKE_SLEEP_MARK": str(mark)}
