@@ -162,13 +162,16 @@ def rank(table: pd.DataFrame, by: str = "rank_us") -> pd.DataFrame:
     fastest by ``by`` (default ``rank_us``, the ranking time; ``us_per_case``: the solve
     alone). Adds ``rank`` (1 = best, first column) and ``tied`` (True when the rank is
     shared: intervals overlapping on all three keys; a table without intervals ties only
-    equal values; ranking ``by`` another column than ``rank_us`` compares its point values)."""
+    equal values; ranking ``by`` another column than ``rank_us`` compares its point values).
+    A configuration without one correct answer gets no rank (NaN) and comes last: there is
+    nothing to rank it by."""
     if by not in table:
         raise ProblemError(f"by: expected a column of the table, got {by!r}")
     n = table["n"].where(table["n"] > 0)
     correct = table["correct"] / n if "correct" in table else table["correct_pct"] / 100.0
-    order = table.assign(_unsafe=table["false_accept"] / n, _neg_correct=-correct)
-    order = order.sort_values(["_unsafe", "_neg_correct", by], na_position="last")
+    order = table.assign(_unsafe=table["false_accept"] / n, _neg_correct=-correct,
+                         _unranked=~(correct > 0).to_numpy())
+    order = order.sort_values(["_unranked", "_unsafe", "_neg_correct", by], na_position="last")
     spans = order.copy()
     if "false_accept_rate" not in spans:
         spans["false_accept_rate"] = spans["_unsafe"]
@@ -176,10 +179,11 @@ def rank(table: pd.DataFrame, by: str = "rank_us") -> pd.DataFrame:
         spans["correct_rate"] = -spans["_neg_correct"]
     if by != "rank_us":
         spans = spans.drop(columns=[c for c in ("time_low_us", "time_high_us") if c in spans])
-    marked = mark_ties(spans.reset_index(drop=True), time=by)
-    order = order.drop(columns=["_unsafe", "_neg_correct"]).reset_index(drop=True)
-    order.insert(0, "rank", marked["rank"].to_numpy())
-    order["tied"] = marked["tied"].to_numpy()
+    unranked = order["_unranked"].to_numpy()
+    marked = mark_ties(spans[~unranked].reset_index(drop=True), time=by)
+    order = order.drop(columns=["_unsafe", "_neg_correct", "_unranked"]).reset_index(drop=True)
+    order.insert(0, "rank", np.concatenate([marked["rank"].to_numpy(dtype=float), np.full(unranked.sum(), np.nan)]))
+    order["tied"] = np.concatenate([marked["tied"].to_numpy(dtype=bool), np.zeros(unranked.sum(), bool)])
     return order
 
 

@@ -92,6 +92,15 @@ def test_one_ranking_rule_puts_unsafe_last_then_correctness_then_speed():
     assert list(ranked["rank"]) == [1, 2, 3, 4] and not ranked["tied"].any()
 
 
+def test_a_configuration_without_a_correct_answer_gets_no_rank():
+    table = pd.DataFrame({"config": ["failed", "wrong-fast", "right"], "n": [10, 10, 10],
+                          "false_accept": [0, 2, 1], "correct": [0, 0, 8], "rank_us": [np.nan, 1.0, 50.0]})
+    ranked = results.rank(table)
+    assert list(ranked["config"][:1]) == ["right"] and ranked["rank"].iloc[0] == 1
+    assert ranked["rank"].iloc[1:].isna().all() and not ranked["tied"].any()
+    assert [results.rank_text(r, t) for r, t in zip(ranked["rank"], ranked["tied"])] == ["1", "", ""]
+
+
 @pytest.mark.parametrize("value, text", [(1830.4, "1,830"), (457.7, "458"), (2.5, "2.5"), (0.91234, "0.912"),
                                          (float("nan"), "")])
 def test_microseconds_have_one_format(value, text):
