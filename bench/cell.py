@@ -25,7 +25,7 @@ import pandas as pd
 import problems
 from solvers import STATUS_TEXT, check_standard_form
 from solvers.types import text_column
-from solvers.timing import timed_solve
+from solvers.timing import repeat_orders, timed_solve
 
 from .env import device_memory, jax_devices, malloc_settings, peak_rss_mb, reset_peak_rss, solver_versions
 from .grid import Cell
@@ -152,6 +152,26 @@ def timing_columns(times_s: np.ndarray, first_s: float, n_scenes: int, n_problem
             "end_to_end_ms_repeats": [float(v) * 1e3 for v in end_to_end_s] if end_to_end_s is not None else None}
 
 
+def worst_of_repeats(batch: problems.ProblemBatch, solutions, ref: pd.DataFrame):
+    """``(solution, judged rows)``: every timed repeat's answers verified (``judge``), and per
+    case the answer of the repeat judged worst (``bench.results.SEVERITY``; the last of equals),
+    so that an answer a later repeat got wrong is never hidden behind an earlier right one."""
+    from solvers import BatchSolution
+
+    from .results import SEVERITY
+
+    judged = [judge(batch, s, ref, DEFAULT_TOLERANCES) for s in solutions]
+    if len(judged) == 1:
+        return solutions[0], judged[0]
+    rank = {o: i for i, o in enumerate(SEVERITY)}
+    severity = np.stack([j["outcome"].map(rank).fillna(0).to_numpy(dtype=int) for j in judged])[::-1]
+    pick = len(judged) - 1 - np.argmin(severity, axis=0)  # the worst; among equals the last repeat
+    index = pick * len(batch) + np.arange(len(batch))
+    solution = BatchSolution.concat(list(solutions)).take(index)
+    rows = pd.concat(judged, ignore_index=True).iloc[index].reset_index(drop=True)
+    return solution, rows
+
+
 def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | None = None,
                batch_dir: Path | None = None) -> pd.DataFrame:
     """Run one cell in this process and return its rows (solver exceptions become failed rows).
@@ -172,7 +192,7 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
         adapter = cell.adapter_spec.build()
         # the adapter gets read-only copies (``check_standard_form``); the verifier judges ``batch``
         problem = check_standard_form(*batch.arrays(), **batch.extra(), batched=True)
-        timed = timed_solve(adapter, problem, cell.repeats)
+        timed = timed_solve(adapter, problem, cell.repeats, repeat_orders(len(batch), cell.repeats, cell.seed))
     except Exception as exc:  # recorded, never swallowed: the rows carry type and text
         env = {**env, "env_jax_devices": devices_seen(adapter)}
         return failed_rows(cell, batch, ref, env, run_id, type(exc).__name__, f"{exc}\n{traceback.format_exc()}")
@@ -191,8 +211,7 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
            "env_jax_matmul_precision": jax_matmul_precision(adapter),
            "env_jax_compilation_cache": jax_compilation_cache(adapter), "env_solver_versions": solver_versions(adapter)}
     rows = base_rows(cell, batch, ref, env, run_id)  # (env after the solve: its import is not timed)
-    solution = timed.solution
-    checked = judge(batch, solution, ref, DEFAULT_TOLERANCES)
+    solution, checked = worst_of_repeats(batch, timed.solutions, ref)
     timing = timing_columns(timed.times_s, timed.first_s, cell.n, len(batch), timed.end_to_end_s)
     cell_cols = {
         "solver_label": adapter.label, "profile": adapter.profile,

@@ -55,12 +55,21 @@ class PreparedSolve:
 class TimedSolve:
     """``solution`` of the last timed repeat; ``first_s`` the first end-to-end call's
     seconds (JIT compile and warm-up included); ``times_s`` (repeats,) the ``solve``
-    seconds and ``end_to_end_s`` (repeats,) the end-to-end seconds of each repeat."""
+    seconds and ``end_to_end_s`` (repeats,) the end-to-end seconds of each repeat;
+    ``solutions`` every timed repeat's answers, each in the problem's own case order."""
 
     solution: BatchSolution
     first_s: float
     times_s: np.ndarray
     end_to_end_s: np.ndarray
+    solutions: tuple = ()
+
+
+def repeat_orders(batch: int, repeats: int, seed: int = 0) -> list[np.ndarray]:
+    """The case order of each timed repeat: a fresh permutation of ``batch`` cases per repeat
+    (seeded by ``seed`` and the repeat), so that no repeat sees the batch an earlier one saw
+    and an adapter that replays earlier answers is caught by their verification."""
+    return [np.random.default_rng([seed, i]).permutation(batch) for i in range(repeats)]
 
 
 def _end_to_end(adapter: Adapter, problem: StandardForm) -> tuple[BatchSolution, float, float]:
@@ -86,13 +95,25 @@ def check_repeats(repeats: int) -> int:
     return repeats
 
 
-def timed_solve(adapter: Adapter, problem: StandardForm, repeats: int) -> TimedSolve:
+def timed_solve(adapter: Adapter, problem: StandardForm, repeats: int,
+                orders: list[np.ndarray] | None = None) -> TimedSolve:
     """One warm-up end-to-end call, then ``repeats`` (>= 1) timed end-to-end calls of
     ``problem`` (batched, validated by ``check_standard_form``), each timed whole and in its
-    ``run``; ``perf_counter`` seconds (see the module docstring)."""
+    ``run``; ``perf_counter`` seconds (see the module docstring). ``orders`` (one index
+    permutation per repeat, ``repeat_orders``): repeat ``i`` solves the cases in the order
+    ``orders[i]`` (reordered before its clock starts) and its answers are put back in the
+    problem's order."""
     check_repeats(repeats)
+    if orders is not None and len(orders) != repeats:
+        raise ProblemError(f"orders: expected one case order per repeat ({repeats}), got {len(orders)}")
     solution, first, _run = _end_to_end(adapter, problem)
     times, whole = np.empty(repeats), np.empty(repeats)
+    solutions = []
     for i in range(repeats):
-        solution, whole[i], times[i] = _end_to_end(adapter, problem)
-    return TimedSolve(solution, first, times, whole)
+        order = None if orders is None else np.asarray(orders[i])
+        seen = problem if order is None else problem.take(order)
+        solution, whole[i], times[i] = _end_to_end(adapter, seen)
+        if order is not None:
+            solution = solution.take(np.argsort(order))
+        solutions.append(solution)
+    return TimedSolve(solution, first, times, whole, tuple(solutions))

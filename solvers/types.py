@@ -531,6 +531,30 @@ class StandardForm:
             None if self.P is None else self.P[i], None, self.lb[i], self.cones, self.cone_mu[i],
         )
 
+    def take(self, order: np.ndarray) -> "StandardForm":
+        """The cases of a batch in the order ``order`` (an index array, a permutation or a
+        selection), as read-only copies; recorded magnitudes carry over to a permutation."""
+        if self.batch is None:
+            raise ProblemError("take: this StandardForm is not batched")
+        order = np.asarray(order, dtype=np.int64)
+
+        def frozen(arr):
+            if arr is None:
+                return None
+            out = arr[order]
+            out.setflags(write=False)
+            return out
+
+        names = ("c", "A_eq", "b_eq", "A_ub", "b_ub", "P", "lb", "cone_mu")
+        new = {name: frozen(getattr(self, name)) for name in names}
+        form = StandardForm(new["c"], new["A_eq"], new["b_eq"], new["A_ub"], new["b_ub"], new["P"], len(order),
+                            new["lb"], self.cones, new["cone_mu"])
+        if len(order) == self.batch and np.array_equal(np.sort(order), np.arange(self.batch)):
+            for name, (arr, bound, exact) in self.magnitudes.items():
+                if name in new and arr is getattr(self, name) and new[name] is not None:
+                    form.magnitudes[name] = (new[name], bound, exact)
+        return form
+
 
 #: ``P`` must be symmetric to this relative tolerance (``|P - P^T| <= SYMMETRY_RTOL * max|P|``);
 #: it is then symmetrised exactly, so every adapter sees the same matrix.

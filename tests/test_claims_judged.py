@@ -112,3 +112,12 @@ def test_reference_duals_prove_the_optimum_of_a_generated_qp():
     # a bound from duals with the wrong sign is no bound
     flipped = BatchSolution(**{**sol.__dict__, "y_ub": -sol.y_ub - 1.0})
     assert np.isnan(dual_bound(batch, flipped)[feasible.to_numpy()]).all()
+
+
+def test_an_adapter_that_replays_its_first_answers_is_caught_by_a_later_repeat(tmp_path, fake_plugins):
+    """Each timed repeat sees the cases in a fresh order and is verified: replayed answers
+    land on other cases and are judged there."""
+    rows = _run(tmp_path, "planar-box", "fake-replay", n=32)
+    honest = _run(tmp_path / "honest", "planar-box", "highs", n=32)
+    assert (honest["outcome"] == "correct").all()
+    assert (rows["outcome"] != "correct").sum() >= 8, rows["outcome"].value_counts()
