@@ -198,8 +198,13 @@ def run(
         _fail(_cli_names(str(exc)))
     if not cells:
         _fail("nothing to run: every combination was skipped: " + "; ".join(f"{a}: {b}" for a, b in skipped))
-    _execute(ctx, cells, skipped, out, run_id, resume, timeout if timeout is not None else preset_timeout,
-             scheduler=scheduler, workers=workers, exclusive=exclusive, grid_options=chosen)
+    try:
+        _execute(ctx, cells, skipped, out, run_id, resume, timeout if timeout is not None else preset_timeout,
+                 scheduler=scheduler, workers=workers, exclusive=exclusive, grid_options=chosen)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/]: the finished cells are kept; contactbench run --resume "
+                      + (f"--run-id {_text(run_id)} " if run_id else "") + "continues the run")
+        raise typer.Exit(130) from None
 
 
 #: the options of ``run`` that choose its grid (a resumed run keeps the one it recorded)

@@ -124,7 +124,8 @@ def connect(scheduler: str | None = None, workers: int = 1, resources: dict[str,
         specs = gpu_worker_specs(cluster.new_spec, workers, int((resources or {}).get("GPU", 0)))
         for spec in specs.values():
             options = spec.setdefault("options", {})
-            options["env"] = {**options.get("env", {}), dask_worker.WARM_ENV: ",".join(warm)}
+            options["env"] = {**options.get("env", {}), dask_worker.WARM_ENV: ",".join(warm),
+                              dask_worker.EMBEDDED_ENV: "1"}
         cluster.worker_spec.update(specs)
         cluster.scale(workers)  # starts the workers just specified
         client = Client(cluster, set_as_default=False)

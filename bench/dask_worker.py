@@ -9,6 +9,7 @@ the worker, and with it the cell processes it starts.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 
@@ -38,11 +39,20 @@ class ClosingHeartbeatFilter(logging.Filter):
         return not (self.worker.status in self.closing and str(record.msg).startswith(HEARTBEAT_FAILURE))
 
 
+#: set (to 1) in the environment of an embedded cluster's workers (``bench.cluster.connect``)
+EMBEDDED_ENV = "CONTACTBENCH_EMBEDDED_WORKER"
+
+
 def dask_setup(worker) -> None:
     """Dask's preload hook (``distributed.worker.preload`` in ``bench.cluster.DASK_CONFIG``),
     run by every worker as it starts: its logger ``distributed.worker`` gets a
     ``ClosingHeartbeatFilter``, and it starts the cell processes of the dtypes named in
-    ``WARM_ENV`` (``warm_pool``)."""
+    ``WARM_ENV`` (``warm_pool``). An embedded cluster's worker (``EMBEDDED_ENV``) leaves
+    the terminal's process group (``os.setpgrp``), so Ctrl-C reaches the ``contactbench``
+    process alone, which then closes the cluster in order."""
+    if os.environ.get(EMBEDDED_ENV) == "1":
+        with contextlib.suppress(OSError):  # (already a group or session leader)
+            os.setpgrp()
     logging.getLogger("distributed.worker").addFilter(ClosingHeartbeatFilter(worker))
     dtypes = [d for d in os.environ.get(WARM_ENV, "").split(",") if d]
     if dtypes:

@@ -216,7 +216,8 @@ class _Worker:
         with ours, theirs:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", f"from bench.execute import serve_fd; serve_fd({theirs.fileno()}, {os.getpid()})"],
-                env=worker_environment(defaults), pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
+                env=worker_environment(defaults), pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                process_group=0)  # the terminal's Ctrl-C goes to contactbench, which ends its workers
             self.conn = Connection(os.dup(ours.fileno()))
         self.ready = False
 

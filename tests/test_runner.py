@@ -184,3 +184,27 @@ def test_resume_refuses_a_problem_set_that_changed_since_the_run_started(tmp_pat
     assert resumed.returncode == 2, text
     assert "--resume: --family files[" in text and "changed since the run started" in text and "Traceback" not in text
     assert len(list((out / "r1").glob("*.parquet"))) == 1
+
+
+def test_ctrl_c_ends_a_run_with_one_line_and_no_worker_tracebacks(tmp_path):
+    """SIGINT to the whole process group, as a terminal's Ctrl-C sends it, mid-cell: exit 130,
+    one line saying how to continue, no traceback from Dask's or the cells' processes."""
+    mark = tmp_path / "sleeping"
+    env = {**os.environ, "CONTACTBENCH_PLUGINS": "fake_adapters", "FAKE_SLEEP_S": "300", "FAKE_SLEEP_MARK": str(mark),
+           "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), str(REPO)]), "CONTACTBENCH_CACHE": str(tmp_path / "cache")}
+    args = ["--family", "planar-box", "--solver", "fake-sleepy", "--n", str(N), "--repeats", "1",
+            "--out", str(tmp_path / "runs"), "--run-id", "r1"]
+    proc = subprocess.Popen(_cli(args, env), env=env, cwd=REPO, start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 180
+    while not mark.exists():
+        if time.time() > deadline or proc.poll() is not None:
+            proc.kill()
+            pytest.fail("the cell did not start in time")
+        time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out
+    assert "interrupted: the finished cells are kept; contactbench run --resume --run-id r1" in out
+    assert "Traceback" not in out and "lost scattered data" not in out and "KeyboardInterrupt" not in out
