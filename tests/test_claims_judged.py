@@ -121,3 +121,33 @@ def test_an_adapter_that_replays_its_first_answers_is_caught_by_a_later_repeat(t
     honest = _run(tmp_path / "honest", "planar-box", "highs", n=32)
     assert (honest["outcome"] == "correct").all()
     assert (rows["outcome"] != "correct").sum() >= 8, rows["outcome"].value_counts()
+
+
+def test_a_family_whose_reference_fails_gives_unknown_truth_and_no_unsafe_verdict(tmp_path):
+    """A family plug-in of planar scenes with one W column x 1e16: the reference LP-1 finds no
+    delta, so no answer on them is scored against a truth it did not establish (the exact
+    witnesses were 16/16 false accepts)."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "huge_w.py").write_text(
+        "import dataclasses\nimport numpy as np\nfrom problems import Family, planar_box\n"
+        "def sample(n, seed):\n"
+        "    items, meta = planar_box.sample(n, seed)\n"
+        "    scaled = []\n"
+        "    for scene in items:\n"
+        "        W = np.array(scene.W, dtype=float)\n"
+        "        W[:, 0] *= 1e16\n"
+        "        scaled.append(dataclasses.replace(scene, W=W))\n"
+        "    return scaled, meta\n"
+        "FAMILY = Family('huge-w', 'one W column x 1e16', sample, planar_box.AXES, kinds=('lp1',))\n")
+    env = {**os.environ, "CONTACTBENCH_FAMILY_PLUGINS": "huge_w",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "bench.cli", "run", "-f", "huge-w", "-s", "exact-planar",
+                           "--dtype", "float64", "--n", "16", "--repeats", "1", "--out", str(tmp_path / "runs"),
+                           "--run-id", "r"], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rows = pd.concat(pd.read_parquet(p) for p in (tmp_path / "runs" / "r").glob("*.parquet"))
+    assert len(rows) == 16 and (rows["truth"] == "unknown").all()
+    assert set(rows["outcome"]) <= {"uncertain", "failed"}
