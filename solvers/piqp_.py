@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _forms
-from .base import Adapter, Conformance, Option, module_api
-from .types import Capabilities, Solution, StandardForm, Status
+from solvers import _forms
+from solvers.base import Adapter, Conformance, Option, module_api
+from solvers.types import Capabilities, Solution, StandardForm, Status
 
 #: PIQP status name -> project Status; unknown names map to ERROR (Adapter contract).
 _STATUS = {

@@ -126,6 +126,22 @@ def test_adding_a_solver_guide_shows_the_real_file():
     assert block == (REPO / "solvers" / "piqp_.py").read_text()
 
 
+@pytest.mark.needs("piqp")
+def test_the_guides_example_runs_as_written_as_a_plug_in(tmp_path):
+    """The guide's file, copied outside ``solvers/`` under another name and loaded through
+    ``CONTACTBENCH_PLUGINS``, registers and solves a run's cells (its imports are absolute)."""
+    doc = (REPO / "docs" / "adding-a-solver.md").read_text()
+    block = doc.split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "my_piqp.py").write_text(block.replace('NAME = "piqp"', 'NAME = "my-piqp"'))
+    env = {**os.environ, "CONTACTBENCH_PLUGINS": "my_piqp", "COLUMNS": "250",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    out = subprocess.run([sys.executable, "-m", "bench.cli", "run", "-f", "quadruped[kind=qp]", "-s", "my-piqp",
+                          "--n", "8", "--repeats", "1", "--out", str(tmp_path / "runs")], env=env,
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "quadruped/qp my-piqp float64 cpu n=8: " in " ".join(out.stdout.split())
+
+
 def test_spec_examples_in_docstrings():
     import doctest
 
