@@ -615,10 +615,19 @@ def _print_summary(summary, where: str = "") -> None:
                   " and the dashboard (contactbench publish)[/]")
 
 
+def _default_output(parent: Path, run_dirs: list[Path]) -> Path:
+    """``parent/<run>`` (``<run>+<run>`` for several): an output of its own for these runs, so
+    that a report or site of one run never replaces another's. ``latest`` is followed to the
+    run it names."""
+    names = [Path(d).resolve().name or "run" for d in run_dirs]
+    return parent / "+".join(dict.fromkeys(names))
+
+
 @app.command("report")
 def report_cmd(
     run_dirs: list[Path] = typer.Argument(..., help="run directories (e.g. results/runs/latest)"),
-    out: Path = typer.Option(Path("results/latest"), "--out", help="where report.md and report.csv go"),
+    out: Optional[Path] = typer.Option(None, "--out", help="where report.md and report.csv go (default: "
+                                                           "results/reports/<run>, one folder per run)"),
     confidence: float = typer.Option(0.95, "--confidence", help="confidence level of the rate and timing intervals"),
     fmt: str = typer.Option("table", "--format", help="what to print: table (one line per configuration), "
                                                        "json or csv (every column of report.csv)"),
@@ -630,6 +639,7 @@ def report_cmd(
     if fmt not in ("table", "json", "csv"):
         _fail(f"--format: expected table, json or csv, got {fmt!r}")
     _check_confidence(confidence)
+    out = out if out is not None else _default_output(Path("results/reports"), run_dirs)
     try:
         rows = report.load_runs(run_dirs)
     except BenchError as exc:
@@ -654,7 +664,8 @@ def report_cmd(
 def publish_cmd(
     ctx: typer.Context,
     run_dirs: list[Path] = typer.Argument(..., help="run directories to show together (any machines and devices)"),
-    out: Path = typer.Option(Path("results/site"), "--out", help="the site's directory (replaced)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="the site's directory (replaced; default: "
+                                                           "results/sites/<run>, one folder per run)"),
     confidence: float = typer.Option(0.95, "--confidence", help="confidence level of every interval on the site"),
     compare_with: Optional[Path] = typer.Option(None, "--compare", help="a BASE run: add compare.html, these runs "
                                                                         "against it (contactbench compare)"),
@@ -675,6 +686,7 @@ def publish_cmd(
     _check_confidence(confidence)
     if single_file is not None and "out" in _given(ctx):
         _fail("--out: not with --single-file (the file is the whole output)")
+    out = out if out is not None else _default_output(Path("results/sites"), run_dirs)
     try:
         bases = [compare_with] if compare_with is not None else None
         if single_file is not None:

@@ -207,3 +207,21 @@ def test_control_sequences_in_an_adapters_message_never_reach_the_terminal(tmp_p
     text = proc.stdout + proc.stderr
     assert "red title cleared [bold]markup[/bold]" in text, text
     assert "\x1b" not in text and "\x07" not in text
+
+
+def test_report_and_publish_without_out_write_a_folder_of_their_own_per_run(tmp_path, monkeypatch):
+    import os
+    import subprocess
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    for run_id in ("first", "second"):
+        proc = subprocess.run([sys.executable, "-m", "bench.cli", "run", "-f", "planar-box", "-s", "highs", "--n", "4",
+                               "--repeats", "1", "--out", "runs", "--run-id", run_id], capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "COLUMNS": "200"})
+        assert proc.returncode == 0, proc.stdout[-2000:]
+        assert cli.invoke(app, ["report", f"runs/{run_id}"]).exit_code == 0
+    assert (tmp_path / "results" / "reports" / "first" / "report.md").exists()
+    assert (tmp_path / "results" / "reports" / "second" / "report.md").exists()
+    assert cli.invoke(app, ["publish", "runs/latest"]).exit_code == 0
+    assert (tmp_path / "results" / "sites" / "second" / "index.html").exists()
