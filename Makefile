@@ -21,7 +21,7 @@ install: $(STAMP)
 ## then the report and the dashboard under results/.
 run: $(STAMP)
 	$(BIN)/contactbench run --preset default --out results/runs
-	$(BIN)/contactbench report results/runs/latest --out results/latest
+	$(BIN)/contactbench report results/runs/latest --out results/latest --format none
 	$(BIN)/contactbench publish results/runs/latest --out results/site
 
 ## test: the whole test suite: in parallel on every core (pytest-xdist), then the tests

@@ -35,14 +35,16 @@ console = Console() if sys.stdout.isatty() else Console(width=200)
 
 
 def cell_line(head: str, rows) -> str:
-    """A finished cell's progress line: every outcome counted (they add up to the cases), and
-    a red ``!`` instead of the green tick when the cell gave a false accept (unsafe)."""
+    """A finished cell's progress line: every outcome counted (they add up to the cases). Its
+    mark: a green ``✓`` when every answer is correct, a yellow ``~`` when some are unproven
+    or wrong but safe, a red ``! UNSAFE`` when the cell gave a false accept."""
     counts = rows["outcome"].value_counts()
     unsafe = int(counts.get("false_accept", 0))
     parts = [f"{int(counts.get('correct', 0))}/{len(rows)} correct", f"{unsafe} false accept"]
     parts += [f"{int(counts.get(o, 0))} {o.replace('_', ' ')}" for o in ("false_reject", "suboptimal", "uncertain", "failed")
               if int(counts.get(o, 0)) or o in ("uncertain", "failed")]
-    mark = "[bold red]! UNSAFE[/]" if unsafe else "[green]✓[/]"
+    clean = int(counts.get("correct", 0)) == len(rows)
+    mark = "[bold red]! UNSAFE[/]" if unsafe else "[green]✓[/]" if clean else "[yellow]~[/]"
     return (f"{mark} {head}: {', '.join(parts)}; {rows['ms_per_256'].iloc[0]:.3g} ms/256 "
             f"(compile {rows['compile_s'].iloc[0]:.2g} s)")
 
@@ -601,17 +603,22 @@ def ablate(
 
 
 def _print_summary(summary, where: str = "") -> None:
-    """One line per configuration, the columns that decide (``report.compact``); unsafe lines
-    in red. ``where``: where the full tables are."""
-    lines = report.compact(summary)
-    table = Table(title="summary: per configuration (rank within family, kind, scenes and device; '=' a tie)")
+    """One short line per configuration (``report.terminal``: the solver first, constant
+    columns named in the title), fitting 100 columns; unsafe lines in red. ``where``: where
+    the full tables are."""
+    from rich import box
+
+    lines, constant = report.terminal(summary)
+    same = ", ".join(f"{v} {k}" if k == "scenes" else v for k, v in constant.items())
+    table = Table(title=f"per configuration, ranked within each problem{f' ({same})' if same else ''}; "
+                        "'=' a tie", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in lines.columns:
-        table.add_column(col, justify="right" if col in ("rank", "scenes", "cases", "correct", "false accept",
-                                                         "uncertain/failed") else "left", no_wrap=col != "solver")
+        table.add_column(col, justify="left" if col in ("solver", "dtype", "device", "problem") else "right",
+                         no_wrap=True, overflow="ellipsis")
     for _, row in lines.iterrows():
-        table.add_row(*[_text(str(v)) for v in row], style="red" if row["false accept"] else None)
+        table.add_row(*[_text(str(v)) for v in row], style="red" if row["unsafe"] != "0" else None)
     console.print(table)
-    console.print(f"[dim]every column, the rates with their intervals and provenance: {where or 'contactbench report'}"
+    console.print(f"[dim]the rest (intervals, wrong answers, provenance): {_text(where or 'contactbench report')}"
                   " and the dashboard (contactbench publish)[/]")
 
 
@@ -630,14 +637,14 @@ def report_cmd(
                                                            "results/reports/<run>, one folder per run)"),
     confidence: float = typer.Option(0.95, "--confidence", help="confidence level of the rate and timing intervals"),
     fmt: str = typer.Option("table", "--format", help="what to print: table (one line per configuration), "
-                                                       "json or csv (every column of report.csv)"),
+                                                       "json or csv (every column of report.csv), or none"),
 ) -> None:
     """Summarise runs into report.md / report.csv (and print the table).
 
     Example: contactbench report results/runs/latest --out results/latest --format json
     """
-    if fmt not in ("table", "json", "csv"):
-        _fail(f"--format: expected table, json or csv, got {fmt!r}")
+    if fmt not in ("table", "json", "csv", "none"):
+        _fail(f"--format: expected table, json, csv or none, got {fmt!r}")
     _check_confidence(confidence)
     out = out if out is not None else _default_output(Path("results/reports"), run_dirs)
     try:
@@ -655,9 +662,9 @@ def report_cmd(
         print(summary.to_json(orient="records", indent=2))
     elif fmt == "csv":
         print(summary.to_csv(index=False), end="")
-    else:
+    elif fmt == "table":
         _print_summary(summary, f"{out / 'report.md'}, {out / 'report.csv'}")
-    print(f"wrote {out / 'report.md'} and {out / 'report.csv'}", file=sys.stderr if fmt != "table" else sys.stdout)
+    print(f"wrote {out / 'report.md'} and {out / 'report.csv'}", file=sys.stderr if fmt in ("json", "csv") else sys.stdout)
 
 
 @app.command("publish")

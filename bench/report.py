@@ -120,29 +120,35 @@ def rates_table(summary: pd.DataFrame, confidence: float) -> pd.DataFrame:
     return out
 
 
-#: the columns of the compact terminal summary (``compact``): the few that decide
-COMPACT = ["rank", "family", "kind", "solver", "dtype", "device", "scenes", "cases", "correct", "false accept",
-           "uncertain/failed", "e2e us per case"]
+#: the terminal summary's columns, solver first (``terminal``); a column whose value is the
+#: same on every line is dropped and named in the title instead
+TERMINAL = ["solver", "dtype", "device", "problem", "scenes", "rank", "correct", "unsafe", "unproven", "us/case"]
+#: columns ``terminal`` may drop when constant
+TERMINAL_DROPPABLE = ("dtype", "device", "scenes")
 
 
-def compact(summary: pd.DataFrame) -> pd.DataFrame:
-    """The summary as one line per configuration with the columns that decide (``COMPACT``):
-    the rank within its family, kind, batch size and device (``=`` for a tie), the outcome
-    counts over distinct cases and the median end-to-end microseconds per case with its
-    interval; report.md, report.csv and the dashboard hold the rest."""
-    summary = summary.sort_values(["family", "kind", "scenes", "device", "rank"], kind="stable")
+def terminal(summary: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """``(lines, constant)``: the summary as one short line per configuration for a terminal of
+    100 columns, the solver first, grouped by problem (``family/kind``) in rank order:
+    ``rank`` (``=`` a tie), ``correct``, ``unsafe`` (false accepts), ``unproven`` (uncertain
+    and failed), the median end-to-end microseconds per case. The columns of
+    ``TERMINAL_DROPPABLE`` whose value is the same on every line are dropped and returned
+    in ``constant`` (column -> value); report.md and the dashboard hold the rest."""
+    summary = summary.sort_values(["family", "kind", "scenes", "device", "rank"], kind="stable", na_position="last")
     unsure = sum(summary[c] for c in ("uncertain", "failed") if c in summary)
-    return pd.DataFrame({
-        "rank": [results.rank_text(r, t) for r, t in zip(summary["rank"], summary["tied"])],
-        "family": summary["family"].astype(str), "kind": summary["kind"].astype(str),
+    lines = pd.DataFrame({
         "solver": summary["solver"].astype(str), "dtype": summary["dtype"].astype(str),
-        "device": summary["device"].astype(str), "scenes": summary["scenes"].astype(int),
-        "cases": summary["n"].astype(int), "correct": summary["correct"].astype(int),
-        "false accept": summary["false_accept"].astype(int),
-        "uncertain/failed": pd.Series(unsure, index=summary.index).astype(int),
-        "e2e us per case": [results.interval_text(t, lo, hi) for t, lo, hi in zip(
-            results.ranking_time_us(summary), summary["time_low_us"], summary["time_high_us"])],
-    })[COMPACT].reset_index(drop=True)
+        "device": summary["device"].astype(str),
+        "problem": summary["family"].astype(str) + "/" + summary["kind"].astype(str),
+        "scenes": summary["scenes"].astype(int).astype(str),
+        "rank": [results.rank_text(r, t) for r, t in zip(summary["rank"], summary["tied"])],
+        "correct": [f"{c}/{n}" for c, n in zip(summary["correct"].astype(int), summary["n"].astype(int))],
+        "unsafe": summary["false_accept"].astype(int).astype(str),
+        "unproven": pd.Series(unsure, index=summary.index).astype(int).astype(str),
+        "us/case": [results.us_text(t) for t in results.ranking_time_us(summary)],
+    })[TERMINAL].reset_index(drop=True)
+    constant = {c: str(lines[c].iloc[0]) for c in TERMINAL_DROPPABLE if len(lines) and lines[c].nunique() == 1}
+    return lines.drop(columns=list(constant)), constant
 
 
 def md_text(value) -> str:

@@ -225,3 +225,44 @@ def test_report_and_publish_without_out_write_a_folder_of_their_own_per_run(tmp_
     assert (tmp_path / "results" / "reports" / "second" / "report.md").exists()
     assert cli.invoke(app, ["publish", "runs/latest"]).exit_code == 0
     assert (tmp_path / "results" / "sites" / "second" / "index.html").exists()
+
+
+def test_the_summary_fits_a_100_column_terminal_with_the_solver_first(tmp_path):
+    """Through a real pseudo-terminal of 100 columns: every line fits, the solver column
+    comes first and shows every solver's name whole, and the run prints it once."""
+    import fcntl
+    import os
+    import pty
+    import re
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    main, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 100, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "run", "-f", "planar-box", "-f", "quadruped[kind=qp]",
+                             "-s", "highs", "-s", "clarabel", "-s", "scipy-highs", "--n", "4", "--repeats", "1",
+                             "--out", str(tmp_path / "runs")], stdin=child, stdout=child, stderr=child, env=env,
+                            cwd=tmp_path)
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            data = os.read(main, 65536)
+        except OSError:  # the child closed its side
+            break
+        if not data:
+            break
+        chunks.append(data)
+    assert proc.wait(timeout=300) == 0
+    os.close(main)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\r", "", b"".join(chunks).decode("utf-8", "replace"))
+    table = text[text.index("per configuration, ranked"):]
+    assert all(len(line) <= 100 for line in table.splitlines()), table
+    header = next(line for line in table.splitlines() if "solver" in line)
+    assert header.split()[0] == "solver"
+    for name in ("highs", "clarabel", "scipy-highs"):
+        assert re.search(rf"^\s*{name}\s", table, re.M), table
+    assert text.count("per configuration, ranked") == 1

@@ -201,15 +201,18 @@ def test_the_terminal_summary_is_one_line_per_configuration_and_report_prints_js
     import sys
 
     summary = report.summarize(run)
-    lines = report.compact(summary)
-    assert list(lines.columns) == report.COMPACT and len(lines) == 6
+    lines, constant = report.terminal(summary)
+    assert lines.columns[0] == "solver" and len(lines) == 6 and constant == {"device": "cpu"}
+    assert set(lines.columns) == set(report.TERMINAL) - set(constant)
     rejects = summary.set_index(["solver", "kind", "dtype"])["false_reject"]
     for _, line in lines.iterrows():  # the counts add up to the cases (false rejects: in report.md)
-        rejected = int(rejects.loc[(line["solver"], line["kind"], line["dtype"])])
-        assert line["cases"] == line["correct"] + line["false accept"] + line["uncertain/failed"] + rejected
-    highs = lines[(lines["solver"] == "highs") & (lines["kind"] == "lp1")].iloc[0]
-    assert highs["cases"] == 24 and highs["uncertain/failed"] == 1
-    first = lines.groupby(["family", "kind", "scenes", "device"]).head(1)
+        kind = line["problem"].split("/")[1]
+        rejected = int(rejects.loc[(line["solver"], kind, line["dtype"])])
+        correct, cases = map(int, line["correct"].split("/"))
+        assert cases == correct + int(line["unsafe"]) + int(line["unproven"]) + rejected
+    highs = lines[(lines["solver"] == "highs") & lines["problem"].str.endswith("/lp1")].iloc[0]
+    assert highs["correct"].endswith("/24") and highs["unproven"] == "1"
+    first = lines.groupby("problem").head(1)
     assert set(first["rank"]) <= {"1", "=1"}  # each group starts with its best
     run_dir = tmp_path / "merged"
     run_dir.mkdir()
