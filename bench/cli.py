@@ -759,6 +759,8 @@ def compare_cmd(
     threshold: float = typer.Option(1.1, "--threshold", help="time ratio beyond which slower / faster is called"),
     confidence: float = typer.Option(0.95, "--confidence", help="confidence level of the intervals"),
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of tables"),
+    show_missing: bool = typer.Option(False, "--show-missing", help="list the configurations of one run only "
+                                                                    "(default: their counts)"),
 ) -> None:
     """Did NEW get slower, less correct or less safe than BASE, and is the difference real?
     Per configuration in both runs: the end-to-end time ratio with its bootstrap interval and
@@ -791,10 +793,12 @@ def compare_cmd(
         table.add_row(*[_text(str(v)) for v in r], style=style)
     console.print(table)
     for label, only in (("missing in NEW, worse", result.only_base), ("only in NEW", result.only_new)):
-        if len(only):
+        if len(only) and show_missing:
             console.print(f"{label} ({len(only)}): " + "; ".join(
                 _text(f"{r.solver_spec} {r.dtype} {r.device} {r.family_label}/{r.kind} n={r.n_scenes}")
                 for r in only.itertuples()))
+        elif len(only):
+            console.print(f"{label}: {len(only)} configuration(s) (--show-missing lists them)")
     worse = int(result.table["worse"].sum()) if len(result.table) else 0
     missing = f", {len(result.only_base)} missing in NEW" if len(result.only_base) else ""
     console.print(f"{len(result.table)} configurations compared, {worse} worse{missing}")

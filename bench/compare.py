@@ -198,24 +198,56 @@ def _values(rows: pd.DataFrame, column: str) -> list[str]:
     return sorted(map(str, rows[column].dropna().unique())) if column in rows else []
 
 
+def _versions(rows: pd.DataFrame) -> dict[str, str]:
+    """Package -> version(s) of a run's solver packages (``env_solver_versions``: "pkg ver, ...")."""
+    found: dict[str, set[str]] = {}
+    for text in _values(rows, "env_solver_versions"):
+        for item in filter(None, (part.strip() for part in text.split(","))):
+            package, _, version = item.rpartition(" ")
+            found.setdefault(package or version, set()).add(version if package else "?")
+    return {package: "/".join(sorted(versions)) for package, versions in found.items()}
+
+
+def _effective_grid(grid_options: dict) -> dict[str, str]:
+    """The grid options that decide a difference, with what an option left out means: the
+    ``default`` preset, seed 0, the preset's repeats and timeout."""
+    from .grid import PRESETS
+
+    name = str(grid_options.get("preset", "default"))
+    preset = PRESETS.get(name, {})
+    effective = {"preset": name, "seed": grid_options.get("seed", 0),
+                 "repeats": grid_options.get("repeats", preset.get("repeats", "(default)")),
+                 "timeout": grid_options.get("timeout", preset.get("timeout", "(default)"))}
+    return {key: str(value) for key, value in effective.items()}
+
+
 def _notes(base: pd.DataFrame, new: pd.DataFrame, base_dirs, new_dirs) -> list[str]:
     """Where the runs differ in what may explain a difference in their results."""
     notes = []
     for column in NOTED_ENV:
+        if column == "env_solver_versions":
+            a, b = _versions(base), _versions(new)
+            changed = [f"{p} {a.get(p, '-')} -> {b.get(p, '-')}" for p in sorted(set(a) | set(b))
+                       if p in a and p in b and a[p] != b[p]]
+            if changed:
+                notes.append("solver versions differ (BASE -> NEW): " + ", ".join(changed))
+            continue
         a, b = _values(base, column), _values(new, column)
         if a != b:
             what = {"env_host": "different machines", "env_cpu": "different CPUs"}.get(column, column.removeprefix("env_"))
             notes.append(f"{what}: BASE {', '.join(a) or '-'}; NEW {', '.join(b) or '-'}")
     manifests = [[read_manifest(d) for d in dirs] for dirs in (base_dirs, new_dirs)]
-    for field_name, names, what in (("engine", NOTED_ENGINE, "engine layout differs"),
-                                    ("grid", NOTED_GRID, "grids differ")):
-        # (a run of an older contactbench records no grid: nothing to compare)
-        records = [[m[field_name] for m in side if isinstance(m.get(field_name), dict)] for side in manifests]
-        for name in names:
-            a, b = (sorted({str(e.get(name, "(default)")) for e in side if field_name == "grid" or name in e})
-                    for side in records)
-            if a and b and a != b:
-                notes.append(f"{what}, {name}: BASE {', '.join(a)}; NEW {', '.join(b)}")
+    engines = [[m["engine"] for m in side if isinstance(m.get("engine"), dict)] for side in manifests]
+    for name in NOTED_ENGINE:
+        a, b = (sorted({str(e[name]) for e in side if name in e}) for side in engines)
+        if a and b and a != b:
+            notes.append(f"engine layout differs, {name}: BASE {', '.join(a)}; NEW {', '.join(b)}")
+    # (a run of an older contactbench records no grid: nothing to compare)
+    grids = [[_effective_grid(m["grid"]) for m in side if isinstance(m.get("grid"), dict)] for side in manifests]
+    for name in NOTED_GRID:
+        a, b = (sorted({g[name] for g in side}) for side in grids)
+        if a and b and a != b:
+            notes.append(f"grids differ, {name}: BASE {', '.join(a)}; NEW {', '.join(b)}")
     return notes
 
 

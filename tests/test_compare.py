@@ -219,3 +219,19 @@ def test_missing_or_failed_in_new_is_worse_and_nothing_in_common_exits_2(runs, t
     assert other.returncode == 0, other.stdout[-2000:]
     bad = cb("compare", out["a"], tmp_path / "runs" / "cube", cwd=root)
     assert bad.returncode == 2 and "nothing to compare" in bad.stdout + bad.stderr
+
+
+def test_notes_name_only_the_versions_that_differ_and_no_false_grid_difference(runs, tmp_path):
+    root, out = runs
+
+    def other_highs(rows):
+        return rows.assign(env_solver_versions="highspy 1.10.0")
+    new = _copy_with(out["a"], tmp_path / "older", "highs", other_highs)
+    manifest = json.loads((new / "run.json").read_text())
+    manifest["grid"] = {k: v for k, v in manifest.get("grid", {}).items() if k != "preset"}  # preset left out
+    (new / "run.json").write_text(json.dumps(manifest))
+    result = json.loads(cb("compare", out["a"], new, "--threshold", "3", "--json", cwd=root).stdout)
+    versions = [note for note in result["notes"] if "versions" in note]
+    installed = __import__("importlib.metadata").metadata.version("highspy")
+    assert len(versions) == 1 and versions[0].endswith(f"highspy {installed} -> 1.10.0/{installed}"), result["notes"]
+    assert not any(note.startswith("grids differ") for note in result["notes"]), result["notes"]

@@ -82,7 +82,8 @@ def test_run_config_records_its_grid_reruns_it_and_resume_and_compare_know_it(tm
     # compare notes the grids' difference (another seed: other scenes)
     compared = cb("compare", run_a, run_b, "--json", cwd=tmp_path)
     assert compared.returncode in (0, 1), compared.stderr
-    assert "grids differ, seed: BASE (default); NEW 5" in json.loads(compared.stdout)["notes"]
+    notes = json.loads(compared.stdout)["notes"]
+    assert "grids differ, seed: BASE 0; NEW 5" in notes and not any("preset" in note for note in notes)
     # --resume continues the recorded grid; a file naming another grid is refused, named
     resumed = cb("run", "--resume", "--run-id", "a", "--out", tmp_path / "runs", cwd=tmp_path)
     assert resumed.returncode == 0 and resumed.stdout.count("already done") == 2, resumed.stdout[-2000:]
