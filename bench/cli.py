@@ -43,6 +43,9 @@ def cell_line(head: str, rows) -> str:
     parts = [f"{int(counts.get('correct', 0))}/{len(rows)} correct", f"{unsafe} false accept"]
     parts += [f"{int(counts.get(o, 0))} {o.replace('_', ' ')}" for o in ("false_reject", "suboptimal", "uncertain", "failed")
               if int(counts.get(o, 0)) or o in ("uncertain", "failed")]
+    if int(counts.get("uncertain", 0)) and "ref_agrees" in rows:
+        agree = int((rows["outcome"].eq("uncertain") & rows["ref_agrees"].fillna(False).astype(bool)).sum())
+        parts[parts.index(f"{int(counts['uncertain'])} uncertain")] += f" ({agree} agree)"
     clean = int(counts.get("correct", 0)) == len(rows)
     mark = "[bold red]! UNSAFE[/]" if unsafe else "[green]✓[/]" if clean else "[yellow]~[/]"
     return (f"{mark} {head}: {', '.join(parts)}; {rows['ms_per_256'].iloc[0]:.3g} ms/256 "

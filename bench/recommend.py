@@ -160,6 +160,24 @@ def _judge(k: int, n: int, limit: float, crit: Criterion, confidence: float,
             f"<= {results.sci(limit)}, has {n:,}", needed, bound)
 
 
+def unproven_why(rows: pd.DataFrame) -> str:
+    """Why one configuration's ``uncertain`` answers are unproven, from what its solver said on
+    them: ``41 of 42 uncertain agree with the reference: its infeasibility claims carry no
+    certificate``; empty without uncertain rows."""
+    unsure = rows[rows["outcome"].astype(str) == "uncertain"]
+    if unsure.empty:
+        return ""
+    agree = int(unsure["ref_agrees"].fillna(False).astype(bool).sum()) if "ref_agrees" in unsure else 0
+    said = unsure["said"] if "said" in unsure else unsure.get("status", pd.Series(dtype=str))
+    said = said.astype(str).mode()
+    top = str(said.iloc[0]) if len(said) else ""
+    cause = {"infeasible": "its infeasibility claims carry no certificate (duals that prove them)",
+             "unbounded": "its unboundedness claims carry no ray",
+             "optimal": "its answers pass neither the primal check nor a certificate within the tolerances"}.get(
+        top, f"it stops with {top}" if top else "its answers prove nothing within the tolerances")
+    return f"{agree} of {len(unsure)} uncertain agree with the reference: {cause}"
+
+
 def assess(rows: pd.DataFrame, thresholds: Thresholds = Thresholds()) -> Recommendation:
     """Judge every configuration of ``rows`` (cell rows from ``bench.results.load`` or
     ``prepare``, which add ``config``, ``case_id`` and ``rank_us``) against ``thresholds``
@@ -175,6 +193,8 @@ def assess(rows: pd.DataFrame, thresholds: Thresholds = Thresholds()) -> Recomme
     times = rows.groupby(KEYS, dropna=False).agg(us_per_case=("rank_us", "median"), lps=("n_lps", "max"),
                                                  most_scenes=("family_cases", "max")).reset_index()
     table = intervals.add_time_intervals(counts.merge(times, on=KEYS, how="left"), rows, KEYS, conf)
+    why = {key: unproven_why(group) for key, group in rows.groupby(KEYS, dropna=False)
+           if (group["outcome"].astype(str) == "uncertain").any()}
     records = []
     for _, r in table.iterrows():
         n = int(r["cases"])
@@ -191,7 +211,8 @@ def assess(rows: pd.DataFrame, thresholds: Thresholds = Thresholds()) -> Recomme
             rec[f"{crit.name}_bound"] = bound
             states.append(state)
             if state == "out":
-                out_reasons.append(reason)
+                unproven = why.get(tuple(r[k] for k in KEYS), "") if crit.name == "uncertain" else ""
+                out_reasons.append(f"{reason}; {unproven}" if unproven else reason)
             elif state == "open":  # an undecidable one (need None) sorts above every number
                 open_reasons.append((math.inf if need is None else need, reason))
         t = float(r["us_per_case"])

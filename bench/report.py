@@ -63,8 +63,8 @@ def summarize(rows: pd.DataFrame, confidence: float = intervals.DEFAULT_CONFIDEN
     table = pd.concat(ranked, ignore_index=True) if ranked else table.assign(rank=[], tied=[])
     out = rename_for_report(table.drop(columns="rank_us"))
     out = out[["rank", *[c for c in out.columns if c not in ("rank", "tied")], "tied"]]
-    return out.sort_values(["family", "kind", "scenes", "end_to_end_ms_per_256", "ms_per_256"],
-                           na_position="last").reset_index(drop=True)
+    return out.sort_values(["family", "kind", "scenes", "device", "rank", "end_to_end_ms_per_256"],
+                           na_position="last", kind="stable").reset_index(drop=True)
 
 
 def kind_sections(rows: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
@@ -100,6 +100,31 @@ def provenance(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[cols].drop_duplicates("run_id").reset_index(drop=True)
 
 
+#: report.md's main table: at most 12 columns (report.csv and ``report --format json`` hold every one)
+MAIN_COLUMNS = ["rank", "family", "kind", "scenes", "device", "solver", "dtype", "cases", "correct", "unsafe",
+                "wrong", "unproven", "e2e us per case"]
+
+
+def main_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """report.md's main table: one line per configuration in rank order within each family,
+    kind, batch size and device; ``rank`` as text (``=3`` a tie, blank: no correct answer);
+    ``unsafe`` the false accepts, ``wrong`` the safe wrong answers (false rejects,
+    suboptimal), ``unproven`` the uncertain and failed answers; the median end-to-end
+    microseconds per case. ``device`` appears only where the summary has several."""
+    def total(names):
+        return sum(summary[c].fillna(0).astype(int) for c in names if c in summary) + 0 * summary["n"]
+    out = pd.DataFrame({
+        "rank": [results.rank_text(r, t) for r, t in zip(summary["rank"], summary["tied"])],
+        "family": summary["family"], "kind": summary["kind"], "scenes": summary["scenes"],
+        "device": summary["device"], "solver": summary["solver"], "dtype": summary["dtype"],
+        "cases": summary["n"], "correct": summary["correct"], "unsafe": summary["false_accept"],
+        "wrong": total(("false_reject", "suboptimal")),
+        "unproven": [unproven_text(u, a) for u, a in zip(total(("uncertain", "failed")), _agree(summary))],
+        "e2e us per case": [results.us_text(t) for t in results.ranking_time_us(summary)],
+    })[MAIN_COLUMNS]
+    return out.drop(columns=["device"]) if out["device"].nunique() <= 1 else out
+
+
 def rate_columns(summary: pd.DataFrame) -> list[str]:
     """The interval columns of a summary (``cases``, ``*_rate`` / ``_low`` / ``_high``,
     ``false_accept_bound``, ``time_*_us``): in report.csv, apart in report.md."""
@@ -127,6 +152,16 @@ TERMINAL = ["solver", "dtype", "device", "problem", "scenes", "rank", "correct",
 TERMINAL_DROPPABLE = ("dtype", "device", "scenes")
 
 
+def _agree(summary: pd.DataFrame) -> pd.Series:
+    """The uncertain cases that agree with the reference (0 where the summary has no count)."""
+    return summary["uncertain_agree"].fillna(0).astype(int) if "uncertain_agree" in summary else 0 * summary["n"]
+
+
+def unproven_text(unproven: int, agree: int) -> str:
+    """``12 (10 agree)``: unproven answers, and how many of them agree with the reference."""
+    return f"{unproven} ({agree} agree)" if unproven else "0"
+
+
 def terminal(summary: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
     """``(lines, constant)``: the summary as one short line per configuration for a terminal of
     100 columns, the solver first, grouped by problem (``family/kind``) in rank order:
@@ -144,7 +179,8 @@ def terminal(summary: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
         "rank": [results.rank_text(r, t) for r, t in zip(summary["rank"], summary["tied"])],
         "correct": [f"{c}/{n}" for c, n in zip(summary["correct"].astype(int), summary["n"].astype(int))],
         "unsafe": summary["false_accept"].astype(int).astype(str),
-        "unproven": pd.Series(unsure, index=summary.index).astype(int).astype(str),
+        "unproven": [unproven_text(u, a) for u, a in zip(pd.Series(unsure, index=summary.index).astype(int),
+                                                         _agree(summary))],
         "us/case": [results.us_text(t) for t in results.ranking_time_us(summary)],
     })[TERMINAL].reset_index(drop=True)
     constant = {c: str(lines[c].iloc[0]) for c in TERMINAL_DROPPABLE if len(lines) and lines[c].nunique() == 1}
@@ -192,7 +228,12 @@ def _write_report(rows: pd.DataFrame, out: Path, manifests: list[dict] | None, c
              "`ms_per_256` is the median time per 256 scenes of the solve alone, `end_to_end_ms_per_256` "
              "of host arrays in to host answers out (conversions and transfers included); `compile_s` is first "
              "call minus a steady call; `peak_rss_mb` / `device_peak_mb` the cell's peak host / device memory.",
-             "", _markdown(summary.drop(columns=[c for c in rate_columns(summary) if c != "false_accept_bound"])), "",
+             "", "Rows are in rank order within each family, kind, batch size and device (`=3`: a statistical "
+             "tie; no rank: no correct answer). `unsafe`: false accepts; `wrong`: false rejects and suboptimal "
+             "answers; `unproven`: uncertain and failed, `(n agree)`: how many of them agree with the reference's "
+             "truth without proving it (right without proof; the rest are wrong without proof). Every other column is in report.csv "
+             "(`contactbench report --format json|csv`).",
+             "", _markdown(main_table(summary), disable_numparse=True), "",
              f"## Rates with {100 * confidence:g} % intervals", "",
              "Each outcome's rate over the distinct cases with its two-sided Clopper-Pearson interval, the one-sided "
              "upper bound of the false-accept rate (the safety figure: 0 unsafe answers in 64 cases still allows "

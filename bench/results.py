@@ -115,15 +115,22 @@ def case_ids(rows: pd.DataFrame) -> pd.Series:
 
 def case_counts(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Per group of ``keys``: ``cases`` (distinct cases) and one count per outcome of
-    ``OUTCOMES`` over the distinct cases, each case counted once with its worst outcome."""
+    ``OUTCOMES`` over the distinct cases, each case counted once with its worst outcome;
+    ``uncertain_agree``: the uncertain cases whose every answer agreed with the reference's
+    truth, proof or not (``ref_agrees``: right without proof; the rest of ``uncertain`` is
+    wrong without proof)."""
     rank = {o: i for i, o in enumerate(SEVERITY)}
     work = rows[keys].copy()
     work["_case"] = rows["case_id"] if "case_id" in rows else case_ids(rows)
     work["_severity"] = rows["outcome"].astype(str).map(rank).fillna(0).astype(int)  # unknown: worst
-    worst = work.groupby(keys + ["_case"], dropna=False, sort=False)["_severity"].min().reset_index()
+    work["_agrees"] = rows["ref_agrees"].fillna(False).astype(bool) if "ref_agrees" in rows else False
+    worst = work.groupby(keys + ["_case"], dropna=False, sort=False).agg(
+        _severity=("_severity", "min"), _agrees=("_agrees", "all")).reset_index()
     worst["outcome"] = worst["_severity"].map(dict(enumerate(SEVERITY)))
     counts = pd.crosstab([worst[k] for k in keys], worst["outcome"]).reindex(columns=list(OUTCOMES), fill_value=0)
     counts.insert(0, "cases", counts.sum(axis=1))
+    agree = worst[(worst["outcome"] == "uncertain") & worst["_agrees"]].groupby(keys, dropna=False).size()
+    counts["uncertain_agree"] = agree.reindex(counts.index, fill_value=0).astype(int).to_numpy()
     return counts.reset_index().rename_axis(columns=None)
 
 
@@ -137,7 +144,7 @@ def summarize(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     rows = rows.assign(**missing) if missing else rows  # a run of failed cells only has no timings
     kinds = sorted(map(str, rows["kind"].unique()))
     counts = case_counts(rows, keys).set_index(keys)
-    counts = counts.rename(columns={"cases": "n"})[["n", *outcome_columns(kinds)]]
+    counts = counts.rename(columns={"cases": "n"})[["n", *outcome_columns(kinds), "uncertain_agree"]]
     agg = {name: pd.NamedAgg(column, how) for name, (column, how) in TIMING.items()}
     table = rows.groupby(keys).agg(**agg)
     extra = []

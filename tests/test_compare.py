@@ -151,6 +151,9 @@ def test_an_unsafe_cell_is_marked_and_its_counts_add_up():
     assert line.startswith("[bold red]! UNSAFE[/]") and "5/8 correct, 1 false accept, 1 false reject, 1 uncertain" in line
     safe = cell_line("h", rows.assign(outcome="correct"))
     assert safe.startswith("[green]✓[/]") and "8/8 correct, 0 false accept, 0 uncertain, 0 failed" in safe
+    unproven = rows.assign(outcome=["correct"] * 5 + ["uncertain"] * 3, ref_agrees=[True] * 7 + [False])
+    line = cell_line("h", unproven)
+    assert line.startswith("[yellow]~[/]") and "5/8 correct, 0 false accept, 3 uncertain (2 agree), 0 failed" in line
 
 
 def _copy_with(src, dst, solver: str, change):

@@ -100,7 +100,7 @@ class ExitKind(HoldKind):
     description = "margins: how far the needed wrench can move along each pure direction (LP-2 per direction)"
     columns = {"verdict": "str", "t": "float64", "exit": "float64", **WITNESS_COLUMNS, "cert_gap": "float64",
                "cert_value": "float64", "certificate_ok": "bool", "ref_exit": "float64", "ref_verdict": "str",
-               "outcome": "str"}
+               "outcome": "str", "ref_agrees": "bool"}
 
     def expand(self, scenes, meta, axes, cap):
         U = margin_directions(scenes.d)
@@ -121,8 +121,15 @@ class ExitKind(HoldKind):
         return verify_exit(batch, solution, tol)
 
     def judge(self, checked, ref, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
+        """``outcome`` (``exit_outcome_codes``) and ``ref_agrees``: a correct answer, or a ``t``,
+        proof or not, within the band of a proven reference exit."""
         codes = exit_outcome_codes(checked["verdict"], checked["exit"], ref["ref_exit"], ref["ref_verdict"], tol)
-        return pd.DataFrame({"outcome": text_column(OUTCOMES, codes)})
+        t, r = checked["t"].to_numpy(dtype=float), ref["ref_exit"].to_numpy(dtype=float)
+        known = np.isin(ref["ref_verdict"].to_numpy(dtype=object), VERDICTS[:2])
+        with np.errstate(invalid="ignore"):
+            agrees = (codes == OUTCOMES.index("correct")) | (
+                known & np.isfinite(t) & (np.abs(t - r) <= tol.exit_abs + tol.exit_rel * np.abs(r)))
+        return pd.DataFrame({"outcome": text_column(OUTCOMES, codes), "ref_agrees": agrees})
 
 
 KIND = ExitKind()

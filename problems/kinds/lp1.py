@@ -34,6 +34,9 @@ from .checks import DEFAULT_TOLERANCES, OUTCOMES, Tolerances, certificate_passes
 from ._hold import WITNESS_COLUMNS, HoldKind, witness_columns
 
 VERDICTS = ("supported", "unsupported", "uncertain", "failed")
+#: the largest LP-1 optimum (m*g) read as a claim of support, proof or not (``ref_agrees``):
+#: the reading a controller makes of a solver's answer at its usual 1e-3 tolerances
+CLAIM_DELTA = 1e-3
 
 
 def certificate_check(batch, y: np.ndarray, v: np.ndarray, tol: Tolerances) -> pd.DataFrame:
@@ -118,7 +121,7 @@ class Lp1Kind(HoldKind):
     description = "hold test: can the contacts supply the needed wrench? (LP-1: l1 distance to the wrench cone)"
     columns = {"verdict": "str", "delta": "float64", **WITNESS_COLUMNS, "cert_gap": "float64",
                "cert_value": "float64", "certificate_ok": "bool", "ref_delta": "float64", "truth": "str",
-               "ref_verdict": "str", "ambiguous": "bool", "outcome": "str"}
+               "ref_verdict": "str", "ambiguous": "bool", "outcome": "str", "ref_agrees": "bool"}
 
     def expand(self, scenes, meta, axes, cap):
         n = len(scenes)
@@ -141,8 +144,19 @@ class Lp1Kind(HoldKind):
         return verify_lp1(batch, solution, tol)
 
     def judge(self, checked, ref, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
+        """``outcome`` (``lp1_outcome_codes``) and ``ref_agrees``: a correct answer, or one whose
+        claim, proof or not (supported where its ``delta`` is at most ``CLAIM_DELTA``,
+        unsupported where it is larger), is the reference's truth (either claim, on an
+        ambiguous case)."""
         codes = lp1_outcome_codes(checked["verdict"], ref["truth"], ref.get("ambiguous"))
-        return pd.DataFrame({"outcome": text_column(OUTCOMES, codes)})
+        delta = checked["delta"].to_numpy(dtype=float)
+        truth = ref["truth"].to_numpy(dtype=object)
+        ambiguous = ref["ambiguous"].to_numpy(dtype=bool) if "ambiguous" in ref else np.zeros(len(ref), bool)
+        with np.errstate(invalid="ignore"):
+            claim = np.where(np.isfinite(delta), np.where(delta <= CLAIM_DELTA, "supported", "unsupported"), None)
+        agrees = (codes == OUTCOMES.index("correct")) | (
+            np.isfinite(delta) & ((claim == truth) | (ambiguous & np.isin(truth, VERDICTS[:2]))))
+        return pd.DataFrame({"outcome": text_column(OUTCOMES, codes), "ref_agrees": agrees})
 
     def report_sections(self, rows: pd.DataFrame, group: list[str]) -> list[tuple[str, str, pd.DataFrame]]:
         """Robust hold tests: one outcome per case (pose), the worst over its corners, for

@@ -195,6 +195,10 @@ def qp_outcomes(checked: pd.DataFrame, ref: pd.DataFrame, tol: Tolerances = DEFA
     OPTIMAL claim, or a ray claimed on an infeasible problem, is ``false_accept``; a
     feasible ``x`` claimed OPTIMAL on an unbounded problem is ``suboptimal`` (safe forces,
     wrong answer: the optimum is infinitely far below).
+
+    ``ref_agrees``: a correct answer, or one whose claim, proof or not, is the reference's truth (OPTIMAL on a
+    feasible case, INFEASIBLE on an infeasible one, UNBOUNDED on an unbounded one); any
+    other status claims nothing and agrees with nothing.
     """
     v = text_codes(checked["verdict"], VERDICTS)  # feasible 0, infeasible 1, unbounded 2, uncertain 3, failed 4
     said_optimal = text_codes(checked["said"], [Status.OPTIMAL.text]) == 0
@@ -225,7 +229,10 @@ def qp_outcomes(checked: pd.DataFrame, ref: pd.DataFrame, tol: Tolerances = DEFA
                                          "false_accept")],
             default=OUTCOMES.index("uncertain"),
         )
-    return pd.DataFrame({"outcome": text_column(OUTCOMES, code), "rel_gap": np.where(feasible_ref, gap, np.nan)})
+    claims = text_codes(checked["said"], [Status.OPTIMAL.text, Status.INFEASIBLE.text, Status.UNBOUNDED.text])
+    agrees = (code == OUTCOMES.index("correct")) | ((claims >= 0) & (claims == truth))  # TRUTHS' order
+    return pd.DataFrame({"outcome": text_column(OUTCOMES, code), "rel_gap": np.where(feasible_ref, gap, np.nan),
+                         "ref_agrees": agrees})
 
 
 def qp_reference_rows(batch, solution, tol: Tolerances = DEFAULT_TOLERANCES) -> pd.DataFrame:
@@ -311,7 +318,7 @@ class QpKind(Kind):
                "dual_residual": "float64", "certified": "bool",
                "cert_gap": "float64", "cert_value": "float64", "qp_objective": "float64", "said": "str",
                "truth": "str", "ref_objective": "float64", "ref_dual_bound": "float64", "ref_verdict": "str", "ref_status": "str",
-               "ref_primal_residual": "float64", "rel_gap": "float64", "outcome": "str"}
+               "ref_primal_residual": "float64", "rel_gap": "float64", "outcome": "str", "ref_agrees": "bool"}
 
     def build(self, family: str, qps: list, meta: pd.DataFrame, params: dict[str, Any] | None = None,
               **options: Any) -> ProblemBatch:
