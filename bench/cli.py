@@ -909,7 +909,7 @@ def check_adapter(
     table = Table(title=f"conformance of {name}")
     for col in ("dtype", "check", "result", "reason"):
         table.add_column(col, overflow="fold")
-    colours = {"pass": "green", "fail": "red", "unexpected pass": "red", "known issue": "yellow"}
+    colours = {"pass": "green", "fail": "red", "unexpected pass": "red", "known issue": "yellow", "warn": "yellow"}
     for _, r in rows.iterrows():
         colour = colours.get(r["result"], "dim")
         result = _text(r["result"])
@@ -917,6 +917,8 @@ def check_adapter(
     console.print(table)
     counts = rows["result"].value_counts().to_dict()
     console.print(", ".join(f"{v} {k}" for k, v in counts.items()))
+    for _, r in rows[rows["result"] == "warn"].iterrows():
+        console.print(f"[yellow]warning:[/] {_text(name)} {r['dtype']}: returns no proofs ({_text(r['reason'])})")
     if counts.get("fail", 0) or counts.get("unexpected pass", 0):
         raise typer.Exit(1)
 

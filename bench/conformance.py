@@ -368,7 +368,27 @@ def conformance_adapter(name: str, dtype: str, cache: dict | None = None) -> sol
 def check_ids() -> list[str]:
     """Every check the suite runs per (adapter, dtype): the cases, then the generic checks."""
     return [c.id for c in CASES] + ["solve_batch_equals_loop", "float32_close_to_float64", "bad_input",
-                                    "optimal_implies_finite"]
+                                    "optimal_implies_finite", "proofs_returned"]
+
+
+def missing_proofs(adapter: solvers.Adapter) -> list[str]:
+    """The infeasible and unbounded cases this adapter takes on which it returns no proof: no
+    certificate (finite duals) for an infeasible one, no ray (``extras['ray']``) for an
+    unbounded one. Without them its infeasibility and unboundedness answers count
+    ``uncertain`` in every run (``check-adapter`` warns; it is no failure)."""
+    out = []
+    for case in CASES:
+        if case.expect not in ("infeasible", "unbounded") or applicable(type(adapter), case):
+            continue
+        try:
+            s = adapter.solve(*case.arrays(), **case.extra())
+        except Exception:  # noqa: BLE001 - the case's own check reports the error
+            continue
+        if case.expect == "infeasible" and not (np.all(np.isfinite(s.y_eq)) and np.all(np.isfinite(s.y_ub))):
+            out.append(f"{case.id}: no certificate")
+        elif case.expect == "unbounded" and not np.all(np.isfinite(np.asarray(s.extras.get("ray", np.nan), float))):
+            out.append(f"{case.id}: no ray")
+    return out
 
 
 def optimal_finite_failures(adapter: solvers.Adapter) -> list[str]:
@@ -391,7 +411,8 @@ def optimal_finite_failures(adapter: solvers.Adapter) -> list[str]:
 
 def run_check(name: str, dtype: str, check_id: str, cache: dict | None = None) -> tuple[str, str]:
     """Run one check: (result, reason) with result in pass, fail, known issue,
-    unexpected pass, not applicable. ``cache``: see ``conformance_adapter``."""
+    unexpected pass, not applicable, or warn (``proofs_returned``: no failure).
+    ``cache``: see ``conformance_adapter``."""
     cls = solvers.adapters()[name]
     atol = tolerance(name, dtype)
     case = next((c for c in CASES if c.id == check_id), None)
@@ -413,6 +434,10 @@ def run_check(name: str, dtype: str, check_id: str, cache: dict | None = None) -
             failures = bad_input_failures(adapter)
         elif check_id == "optimal_implies_finite":
             failures = optimal_finite_failures(adapter)
+        elif check_id == "proofs_returned":
+            missing = missing_proofs(adapter)
+            return ("warn", "; ".join(missing) + ": such answers count uncertain in every run") if missing \
+                else ("pass", "")
         else:
             failures = float32_failures(name, atol, cache)
     except Exception as exc:  # an adapter crash is a failure of that check, reported with its type

@@ -266,3 +266,12 @@ def test_the_summary_fits_a_100_column_terminal_with_the_solver_first(tmp_path):
     for name in ("highs", "clarabel", "scipy-highs"):
         assert re.search(rf"^\s*{name}\s", table, re.M), table
     assert text.count("per configuration, ranked") == 1
+
+
+@pytest.mark.needs("quadprog", "clarabel")
+def test_check_adapter_warns_about_an_adapter_that_returns_no_proofs():
+    res = cli.invoke(app, ["check-adapter", "quadprog", "--check", "proofs_returned"], terminal_width=400)
+    text = " ".join(res.output.split())
+    assert res.exit_code == 0 and "warning: quadprog float64: returns no proofs" in text and "no certificate" in text
+    res = cli.invoke(app, ["check-adapter", "clarabel", "--check", "proofs_returned"], terminal_width=400)
+    assert res.exit_code == 0 and "warning" not in res.output and "1 pass" in res.output

@@ -38,6 +38,10 @@ def test_conformance(name, dtype, check, adapter_cache):
         pytest.skip(reason)
     if result == "known issue":
         pytest.xfail(reason)
+    if result == "warn":  # no proofs returned: not a failure, every such case named
+        assert check == "proofs_returned" and all(p.split(": ")[1] in ("no certificate", "no ray")
+                                                   for p in reason.split(": such answers")[0].split("; ")), reason
+        return
     assert result == "pass", f"{result}: {reason}"
 
 
