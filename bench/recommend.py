@@ -168,12 +168,13 @@ def unproven_why(rows: pd.DataFrame) -> str:
     if unsure.empty:
         return ""
     agree = int(unsure["ref_agrees"].fillna(False).astype(bool).sum()) if "ref_agrees" in unsure else 0
-    said = unsure["said"] if "said" in unsure else unsure.get("status", pd.Series(dtype=str))
-    said = said.astype(str).mode()
+    said = unsure["status"] if "status" in unsure else pd.Series(dtype=str)
+    said = said.dropna().astype(str).mode()
     top = str(said.iloc[0]) if len(said) else ""
     cause = {"infeasible": "its infeasibility claims carry no certificate (duals that prove them)",
              "unbounded": "its unboundedness claims carry no ray",
-             "optimal": "its answers pass neither the primal check nor a certificate within the tolerances"}.get(
+             "optimal": "its answers carry neither a witness (a feasible x) nor a certificate within the "
+                        "tolerances"}.get(
         top, f"it stops with {top}" if top else "its answers prove nothing within the tolerances")
     return f"{agree} of {len(unsure)} uncertain agree with the reference: {cause}"
 

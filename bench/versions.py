@@ -51,8 +51,9 @@ def check_release(package: str, version: str, adapter: str, work: Path) -> dict[
     checked = subprocess.run([sys.executable, "-m", "bench.cli", "check-adapter", adapter], capture_output=True,
                              text=True, env=env, timeout=1800)
     out = checked.stdout
+    totals = [line for line in out.splitlines() if re.match(r"^\d+ (pass|known issue|fail|not applicable|warn)", line)]
     for name in ("pass", "known issue", "fail", "not applicable"):
-        found = re.search(rf"(\d+) {name}", out.splitlines()[-1] if out.strip() else "")
+        found = re.search(rf"(\d+) {name}", totals[-1] if totals else "")
         record[name] = int(found.group(1)) if found else 0
     fails = [line for line in out.splitlines() if "│ fail" in line]
     record["first_fail"] = " ".join(fails[0].replace("│", " ").split())[:160] if fails else ""

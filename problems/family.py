@@ -112,9 +112,10 @@ class Family:
         return {"kind": self.default_kind, **{p.name: p.default for p in self.params}}
 
     def items(self, n: int, seed: int, params: dict[str, Any]):
-        """``(items, meta)``: ``n`` items from ``seed`` (``sample`` without ``kind``);
-        ``ProblemError`` naming the family when the sampler returns another number of items
-        or of meta rows than ``n``, or items without a length."""
+        """``(items, meta)``: the items of ``n`` cases from ``seed`` (``sample`` without
+        ``kind``): ``n`` items, or the same number for each case (a robust family's corners),
+        with one meta row per item; ``ProblemError`` naming the family otherwise (fewer items
+        than cases, a count that is no multiple of ``n``, items without a length)."""
         items, meta = self.sample(n, seed, **{k: v for k, v in params.items() if k != "kind"})
         try:
             count = len(items)
@@ -122,9 +123,9 @@ class Family:
             raise ProblemError(f"family {self.name!r}: its sampler returned {type(items).__name__} items without a "
                                "length; expected a sequence of n items") from None
         rows = len(meta) if meta is not None else count
-        if count != n or rows != n:
+        if count < n or count % n or rows != count:
             raise ProblemError(f"family {self.name!r}: its sampler returned {count} items and {rows} meta rows for "
-                               f"n = {n}; expected exactly {n} of each")
+                               f"n = {n}; expected {n} items (or the same number for each case), one meta row each")
         return items, meta
 
     def make(self, items: list, meta, kind: str, record: dict[str, Any]) -> ProblemBatch:

@@ -85,7 +85,7 @@ def test_timed_solve_times_each_repeat_and_returns_the_verified_shape():
     # end to end = validate + prepare + run + finish of the same repeat: never shorter than its run
     assert timed.end_to_end_s.shape == (3,) and np.all(timed.end_to_end_s >= timed.times_s)
     assert timed.solution.x.shape == batch.c.shape
-    with pytest.raises(ProblemError, match="repeats: expected an integer >= 1"):
+    with pytest.raises(ProblemError, match="repeats: expected an integer from 1 to"):
         timed_solve(solvers.get("highs"), problem, 0)
 
 

@@ -191,7 +191,7 @@ def _family_plugin(tmp_path: Path, body: str) -> dict:
     ("os._exit(3)", "exited with code 3"),
     ("raise RuntimeError('sampler broke')", "RuntimeError: sampler broke"),
     ("seed = int(np.random.default_rng().integers(1 << 30))", "the family's sampler is not deterministic"),
-    ("return planar_box.sample(n - 1, seed)", "its sampler returned 3 items and 3 meta rows for n = 4"),
+    ("return planar_box.sample(n - 1, seed)", "its sampler returned 3 items and 3 meta rows for n = 4; expected 4 items"),
 ])
 def test_17_a_sampler_that_hangs_exits_or_raises_stops_the_run_before_anything_is_created(tmp_path, body, words):
     env = _family_plugin(tmp_path, body)
