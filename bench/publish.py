@@ -404,6 +404,26 @@ def header(column: str) -> str:
     return HEADERS.get(column, str(column).replace("_", " "))
 
 
+#: env columns whose values are comma lists of items that differ from cell to cell (each
+#: solver's packages, each JAX adapter's devices): provenance shows the union of their items
+LISTED_ENV = ("env_solver_versions", "env_jax_devices")
+
+
+def merged_env(rows: pd.DataFrame, env_cols: list[str]) -> dict[str, str]:
+    """The environment of ``rows`` (one host's cells) as provenance shows it: per ``env_``
+    column (name without the prefix) every distinct non-empty value, and for
+    ``LISTED_ENV`` the union of their comma-separated items (every solver package's version,
+    every JAX device seen), not the first cell's alone."""
+    out = {}
+    for column in env_cols:
+        values = sorted({str(v) for v in rows[column].dropna().unique()} - {"", "nan"})
+        if column in LISTED_ENV:
+            values = sorted({item.strip() for v in values for item in v.split(",") if item.strip()})
+        if values:
+            out[column[4:]] = ", ".join(values)
+    return out
+
+
 def _provenance(rows: pd.DataFrame, run_dirs: list[Path]) -> list[dict]:
     runs = []
     manifests = {}
@@ -415,8 +435,7 @@ def _provenance(rows: pd.DataFrame, run_dirs: list[Path]) -> list[dict]:
         first = grp.iloc[0]
         m = manifests.get(str(run_id), {})
         by_host = grp.groupby("env_host", sort=True) if "env_host" in grp else [("", grp)]
-        hosts = [{"host": str(host), "cells": str(h["cell_id"].nunique()),
-                  "env": {c[4:]: str(h.iloc[0][c]) for c in env_cols if pd.notna(h.iloc[0][c])}}
+        hosts = [{"host": str(host), "cells": str(h["cell_id"].nunique()), "env": merged_env(h, env_cols)}
                  for host, h in by_host]
         cpus = sorted(map(str, grp["env_cpu"].dropna().unique())) if "env_cpu" in grp else []
         runs.append({

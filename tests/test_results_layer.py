@@ -232,3 +232,13 @@ def test_the_terminal_summary_is_one_line_per_configuration_and_report_prints_js
     bad = subprocess.run([sys.executable, "-m", "bench.cli", "report", str(run_dir), "--format", "xml"],
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "--format: expected table, json, csv or none" in bad.stdout + bad.stderr
+
+
+def test_provenance_lists_every_solver_package_and_jax_device_of_a_host():
+    from bench.publish import merged_env
+
+    rows = pd.DataFrame({"env_solver_versions": ["highspy 1.16.0", "jax 0.10.2, linrax 0.3.0", "clarabel 0.11.1", ""],
+                         "env_jax_devices": ["", "cpu:cpu:0", "", "gpu:cuda:0"], "env_host": ["h"] * 4})
+    env = merged_env(rows, ["env_host", "env_jax_devices", "env_solver_versions"])
+    assert env == {"host": "h", "jax_devices": "cpu:cpu:0, gpu:cuda:0",
+                   "solver_versions": "clarabel 0.11.1, highspy 1.16.0, jax 0.10.2, linrax 0.3.0"}
