@@ -212,13 +212,20 @@ def scatter_figure(table: pd.DataFrame):
 DTYPE_SYMBOLS = {"float64": "circle", "float32": "diamond"}
 
 
-def solver_colours(labels) -> dict[str, str]:
-    """One colour per distinct solver label (sorted), none reused for up to 48 solvers
-    (Plotly's Dark24 then Light24 palettes)."""
-    from plotly.colors import qualitative
+#: colours told apart with every common colour-vision deficiency: Okabe and Ito's eight, then
+#: Paul Tol's nine "muted" ones (17 solvers in one plot before a colour repeats)
+SOLVER_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#000000",
+                  "#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255", "#AA4499")
 
-    palette = [*qualitative.Dark24, *qualitative.Light24]
-    return {label: palette[i % len(palette)] for i, label in enumerate(sorted(map(str, set(labels))))}
+
+def solver_colours(labels) -> dict[str, str]:
+    """One colour per distinct solver label (sorted) from ``SOLVER_COLOURS``: distinct within a
+    plot of up to 17 solvers."""
+    return {label: SOLVER_COLOURS[i % len(SOLVER_COLOURS)] for i, label in enumerate(sorted(map(str, set(labels))))}
+
+
+#: the profile's line dash per dtype (a solver's configurations share its colour)
+DTYPE_DASH = {"float64": "solid", "float32": "dash"}
 
 
 #: the most configurations per kind and batch size in a family page's ratio table.
@@ -277,12 +284,18 @@ def recommendation_box(rows: pd.DataFrame, confidence: float = intervals.DEFAULT
 
 
 def profile_figure(profile: dict[str, tuple[np.ndarray, np.ndarray]]):
-    """The performance profile, one step trace per configuration."""
+    """The performance profile, one step trace per configuration (``solver dtype device``):
+    its solver's colour (``solver_colours``), dashed for float32, dotted on a GPU."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
+    parts = {config: (config.rsplit(" ", 2) + ["", ""])[:3] for config in profile}
+    colours = solver_colours(p[0] for p in parts.values())
     for config, (tau, rho) in sorted(profile.items()):
-        fig.add_trace(go.Scatter(x=tau, y=rho, mode="lines", line={"shape": "hv"}, name=config))
+        solver, dtype, device = parts[config]
+        dash = "dot" if device == "gpu" else DTYPE_DASH.get(dtype, "dashdot")
+        fig.add_trace(go.Scatter(x=tau, y=rho, mode="lines", name=config,
+                                 line={"shape": "hv", "color": colours[solver], "dash": dash}))
     fig.update_layout(xaxis={"type": "log", "title": "tau: time ratio to the fastest correct configuration"},
                       yaxis={"title": "fraction of cases correct within tau", "range": [0, 1.02]},
                       margin={"t": 30}, height=460)

@@ -242,3 +242,16 @@ def test_provenance_lists_every_solver_package_and_jax_device_of_a_host():
     env = merged_env(rows, ["env_host", "env_jax_devices", "env_solver_versions"])
     assert env == {"host": "h", "jax_devices": "cpu:cpu:0, gpu:cuda:0",
                    "solver_versions": "clarabel 0.11.1, highspy 1.16.0, jax 0.10.2, linrax 0.3.0"}
+
+
+def test_every_solver_of_a_plot_gets_its_own_colour_blind_safe_colour_and_the_profile_follows_it():
+    from bench.publish import SOLVER_COLOURS, profile_figure, solver_colours
+
+    labels = [f"solver-{i:02d}" for i in range(len(SOLVER_COLOURS))]
+    colours = solver_colours(labels)
+    assert len(set(colours.values())) == len(labels) and set(colours.values()) == set(SOLVER_COLOURS)
+    curve = (np.array([1.0, 2.0]), np.array([0.5, 1.0]))
+    fig = profile_figure({"highs float64 cpu": curve, "linrax float32 cpu": curve, "linrax float64 cpu": curve})
+    styles = {t.name: (t.line.color, t.line.dash) for t in fig.data}
+    assert styles["linrax float32 cpu"][0] == styles["linrax float64 cpu"][0] != styles["highs float64 cpu"][0]
+    assert styles["linrax float32 cpu"][1] == "dash" and styles["linrax float64 cpu"][1] == "solid"
