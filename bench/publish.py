@@ -613,8 +613,9 @@ def _write_family_page(out: Path, env, common: dict, family: str, frows: pd.Data
     }
     page = env.get_template("family.html.j2").render(
         **common, family=info, columns=columns, table=_records(table[columns]), groups=groups,
-        scatter=_plot_json(scatter_figure(table)), profiles=profiles,
-        scatter_traces=int(table["solver_label"].nunique()), drill=_records(drill), drill_columns=list(drill.columns),
+        scatters=[{"kind": str(kind), "id": f"scatter-{_slug(str(kind))}", "traces": int(part["solver_label"].nunique()),
+                   "json": _plot_json(scatter_figure(part))} for kind, part in table.groupby("kind", sort=True)],
+        profiles=profiles, drill=_records(drill), drill_columns=list(drill.columns),
         drill_configs=drill_configs, drill_total=drill_total, drill_limit=MAX_DRILL_CASES,
         scaling=_plot_json(scaling_figure(scaling)) if sizes > 1 else None,
         scaling_traces=int(scaling.groupby(["config", "kind"]).ngroups), scaling_sizes=sizes,

@@ -135,7 +135,7 @@ def _expected(rows: pd.DataFrame) -> dict[str, dict[str, int]]:
     expected = {
         "rows": {fam: grp.groupby(["solver_label", "dtype", "device", "kind", "n_scenes"]).ngroups
                  for fam, grp in rows.groupby("family_label")},
-        "solvers": {fam: grp["solver_label"].nunique() for fam, grp in rows.groupby("family_label")},
+        "scatter_traces": {fam: grp.groupby(["kind", "solver_label"]).ngroups for fam, grp in rows.groupby("family_label")},
         "profiles": {fam: grp.groupby(["solver_label", "dtype", "device", "kind"]).ngroups
                      for fam, grp in rows.groupby("family_label")},
     }
@@ -167,15 +167,18 @@ def _check_family_page(page, family: str, expected: dict) -> None:
                            " return p.length > 0 && p.every(d => d.data !== undefined); }")
     n_rows = page.evaluate("() => [...document.querySelectorAll('table.family-table')]"
                            ".reduce((n, t) => n + t.rows.length - 1, 0)")
-    scatter = page.evaluate("() => document.getElementById('scatter').data.map(t => [t.marker.color, t.marker.symbol])")
-    svg = page.evaluate("() => document.querySelectorAll('#scatter .scatterlayer .trace').length")
+    scatters = page.evaluate("() => [...document.querySelectorAll('div.plot.scatter')].map(d => [d.dataset.kind,"
+                             " d.data.map(t => [t.marker.color, t.marker.symbol]),"
+                             " d.querySelectorAll('.scatterlayer .trace').length])")
     profiles = page.evaluate("() => [...document.querySelectorAll('div.plot.profile')]"
                              ".map(d => [d.dataset.kind, d.data.length])")
     assert n_rows == expected["rows"][family], family
-    # one trace per solver, each its own colour; the marker's shape says the dtype
-    assert len(scatter) == expected["solvers"][family] and svg == len(scatter), family
-    assert len({colour for colour, _ in scatter}) == len(scatter), scatter
-    assert {s for _, symbols in scatter for s in symbols} <= {"circle", "diamond", "circle-open", "diamond-open"}
+    # one scatter per kind, one trace per solver of that kind, each its own colour; the marker's shape says the dtype
+    assert sorted(kind for kind, _, _ in scatters) == expected["kinds"][family], family
+    assert sum(len(traces) for _, traces, _ in scatters) == expected["scatter_traces"][family], family
+    for _kind, traces, svg in scatters:
+        assert svg == len(traces) and len({colour for colour, _ in traces}) == len(traces), traces
+        assert {s for _, symbols in traces for s in symbols} <= {"circle", "diamond", "circle-open", "diamond-open"}
     # one performance profile per kind, one curve per configuration of that kind
     assert sorted(kind for kind, _ in profiles) == expected["kinds"][family], family
     assert sum(n for _, n in profiles) == expected["profiles"][family], family
@@ -254,7 +257,7 @@ def test_the_single_file_report_holds_every_page_and_renders_offline(published, 
         page.evaluate("() => { location.hash = '#provenance'; }")
         page.wait_for_timeout(200)
         assert page.evaluate("() => document.querySelector('#page table.provenance') !== null")
-        assert page.evaluate("() => document.getElementById('scatter') !== null")  # still the last family page
+        assert page.evaluate("() => document.querySelector('div.plot.scatter') !== null")  # still the last family page
         page.click("header a[href='#/index.html']")
         page.wait_for_function("() => document.querySelectorAll('#page table.overview').length === 3")
         browser.close()

@@ -304,7 +304,7 @@ def test_the_family_page_has_the_recommendation_box_and_interval_bars(small, tmp
     low, high = stats.rate_interval(28, 32)  # OSQP's uncertain answers on planar-box
     assert f"<td>{results.sci(28 / 32)} [{results.sci(low)}, {results.sci(high)}]</td>" in rates
     assert rates.count("<tr>") == 1 + 3  # header + highs, exact-planar, osqp
-    scatter = json.loads(page.split('id="scatter-data">')[1].split("</script>")[0])
+    scatter = json.loads(page.split('id="scatter-lp1-data">')[1].split("</script>")[0])
     bars = [t["error_x"] for t in scatter["data"]]
     assert all(b["type"] == "data" and len(b["array"]) == 1 for b in bars)
     assert any(b["array"][0] > 0 for b in bars)
