@@ -212,6 +212,11 @@ def scatter_figure(table: pd.DataFrame):
 DTYPE_SYMBOLS = {"float64": "circle", "float32": "diamond"}
 
 
+#: columns a ranking's table leaves out (the same on every row, or the per-case times again per 256
+#: scenes): every table fits a 1,400 px window; report.csv keeps them all
+GROUP_TABLE_OMITS = ("kind", "scenes", "device", "e2e_ms_per_256", "ms_per_256")
+
+
 #: colours told apart with every common colour-vision deficiency: Okabe and Ito's eight, then
 #: Paul Tol's nine "muted" ones (17 solvers in one plot before a colour repeats)
 SOLVER_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#000000",
@@ -601,7 +606,9 @@ def _write_family_page(out: Path, env, common: dict, family: str, frows: pd.Data
                "e2e_us_per_case", "e2e_us_interval", "us_per_case",
                "e2e_ms_per_256", "ms_per_256", "sgm_us", "compile_s", "peak_rss_mb", "device_peak_mb"]
     table = table.assign(**{c: np.nan for c in columns if c not in table})
-    groups = [{"kind": str(kind), "scenes": int(scenes), "device": str(device), "rows": _records(part[columns])}
+    # a ranking's table: its heading names the kind, size and device; per-256 times repeat us per case
+    group_columns = [c for c in columns if c not in GROUP_TABLE_OMITS]
+    groups = [{"kind": str(kind), "scenes": int(scenes), "device": str(device), "rows": _records(part[group_columns])}
               for (kind, scenes, device), part in table.groupby(RANKING_GROUP, sort=True)]
     top = table.groupby(RANKING_GROUP, sort=True).head(3)  # the best of each kind x size x device
     info = {
@@ -612,7 +619,7 @@ def _write_family_page(out: Path, env, common: dict, family: str, frows: pd.Data
         "configurations": len(table), "cases": int(frows.drop_duplicates(CASE_KEY).shape[0]),
     }
     page = env.get_template("family.html.j2").render(
-        **common, family=info, columns=columns, table=_records(table[columns]), groups=groups,
+        **common, family=info, columns=group_columns, table=_records(table[columns]), groups=groups,
         scatters=[{"kind": str(kind), "id": f"scatter-{_slug(str(kind))}", "traces": int(part["solver_label"].nunique()),
                    "json": _plot_json(scatter_figure(part))} for kind, part in table.groupby("kind", sort=True)],
         profiles=profiles, drill=_records(drill), drill_columns=list(drill.columns),

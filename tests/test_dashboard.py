@@ -182,6 +182,10 @@ def _check_family_page(page, family: str, expected: dict) -> None:
     # one performance profile per kind, one curve per configuration of that kind
     assert sorted(kind for kind, _ in profiles) == expected["kinds"][family], family
     assert sum(n for _, n in profiles) == expected["profiles"][family], family
+    # at 1,400 px every ranking and rates table fits the window (the disagreement table scrolls in its box)
+    widths = page.evaluate("() => [...document.querySelectorAll('table.family-table, #rates table, table#rates')]"
+                           ".map(t => t.getBoundingClientRect().width)")
+    assert widths and max(widths) <= 1400, widths
     # human headers, no raw column names; wide tables scroll inside their box, not the page
     headers = page.evaluate("() => [...document.querySelectorAll('table.family-table th, #rates th')]"
                             ".map(th => th.textContent)")
