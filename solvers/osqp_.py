@@ -2,7 +2,8 @@
 
 The project's problem is passed as ``l <= [A_eq; A_ub; I] x <= u``. Each batch is set
 up once with a dense sparsity pattern (explicit zeros kept), then every case only
-``update``s the data, as a controller would between cycles.
+``update``s the data, as a controller would between cycles, and starts cold (zero iterates,
+the setup's step size ``rho``): a case's answer never depends on the case solved before it.
 
 Dual signs: OSQP's ``y`` satisfies ``P x + q + A^T y = 0`` (positive on an active upper
 bound), so the sensitivity of the optimum to a right-hand side is ``-y``: the adapter
@@ -104,8 +105,11 @@ class OsqpAdapter(Adapter):
             if solver is None:
                 solver = osqp.OSQP()
                 solver.setup(P, case.c, A, lower, upper, verbose=False, **settings)
-            else:
+                rho = solver.settings.rho
+            else:  # a cold start: the start and the step size of a fresh setup, whatever the last case left
                 solver.update(q=case.c, l=lower, u=upper, Px=P.data, Ax=A.data)
+                solver.update_settings(rho=rho)
+                solver.warm_start(x=np.zeros(len(case.c)), y=np.zeros(len(lower)))
             res = solver.solve(raise_error=False)
             solutions.append((case, _copy(res)))  # the next solve reuses OSQP's buffers
         return solutions

@@ -15,3 +15,30 @@ def test_linrax_dtype_is_honoured_within_one_process():
     assert s64.x[0] == pytest.approx(1.0 / 3.0, abs=1e-15)
     assert s32.x[0] == float(np.float32(1.0) / np.float32(3.0))  # rounded to float32
     assert s32.x[0] != s64.x[0]
+
+
+@pytest.mark.parametrize("family, kind", [("planar-box", "lp1"), ("quadruped", "qp")])
+@pytest.mark.parametrize("name", [n for n, cls in solvers.adapters().items()
+                                  if not cls.CAPABILITIES.batched and n != "exact-planar"])
+def test_a_loop_adapters_answer_does_not_depend_on_the_case_solved_before_it(name, family, kind):
+    """Each timed repeat sees the cases in a fresh order: an adapter that carries a warm start
+    from one case to the next (OSQP's ``update`` did) answers differently per order."""
+    import numpy as np
+
+    import problems
+    from solvers import check_standard_form
+    from solvers.timing import repeat_orders
+
+    if solvers.available().get(name):
+        pytest.skip(solvers.available()[name])
+    caps = solvers.adapters()[name].CAPABILITIES
+    if not (caps.qp if kind == "qp" else caps.lp):
+        pytest.skip(f"{name} solves no {kind} problems")
+    batch = problems.generate(family, 16, 0, kind=kind)
+    problem = check_standard_form(*batch.arrays(), **batch.extra(), batched=True)
+    adapter = solvers.get(name)
+    first = adapter.solve_batch_checked(problem)
+    for order in repeat_orders(16, 2, 0):
+        again = adapter.solve_batch_checked(problem.take(order)).take(np.argsort(order))
+        assert (again.status == first.status).all()
+        np.testing.assert_allclose(again.x, first.x, atol=1e-6, rtol=1e-6)
