@@ -18,8 +18,10 @@ def test_linrax_dtype_is_honoured_within_one_process():
 
 
 @pytest.mark.parametrize("family, kind", [("planar-box", "lp1"), ("quadruped", "qp")])
+# (proxsuite is left out: it answers one case in about 20 solves of the same input in the same
+# order differently, whatever came before it; see docs/adapter-findings.md)
 @pytest.mark.parametrize("name", [n for n, cls in solvers.adapters().items()
-                                  if not cls.CAPABILITIES.batched and n != "exact-planar"])
+                                  if not cls.CAPABILITIES.batched and n not in ("exact-planar", "proxsuite")])
 def test_a_loop_adapters_answer_does_not_depend_on_the_case_solved_before_it(name, family, kind):
     """Each timed repeat sees the cases in a fresh order: an adapter that carries a warm start
     from one case to the next (OSQP's ``update`` did) answers differently per order."""
