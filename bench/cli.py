@@ -172,6 +172,10 @@ def run(
     workers: Optional[int] = typer.Option(None, "--workers", help="cells run at once on the embedded Dask LocalCluster (N single-threaded worker processes; with N > 1 the cells' timings share this machine's cores and memory bandwidth); default 1"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="address of an existing Dask scheduler, e.g. tcp://HOST:8786: the cells run on its workers, results are written here"),
     exclusive: bool = typer.Option(False, "--exclusive", help="with --scheduler or --workers: at most one timed cell per host at a time (publishable timings on shared nodes)"),
+    decide: Optional[bool] = typer.Option(None, "--decide/--no-decide", help="after the screening cells, decide "
+                                          "recommend's question per family, kind and device with fresh cases "
+                                          "(default: on for --preset default without --family or --solver)"),
+    decide_budget: float = typer.Option(90.0, "--decide-budget", help="seconds for the deciding cells together"),
     config: Optional[Path] = typer.Option(None, "--config", help="a saved grid (TOML: the grid options under their names, see docs/usage.md); options given here win; every run saves its own as <run>/grid.toml"),
 ) -> None:
     """Run the grid families x solvers x dtypes x devices x sizes; one worker process per cell.
@@ -203,9 +207,19 @@ def run(
         _fail(_cli_names(str(exc)))
     if not cells:
         _fail("nothing to run: every combination was skipped: " + "; ".join(f"{a}: {b}" for a, b in skipped))
+    if not (math.isfinite(decide_budget) and decide_budget > 0):
+        _fail(f"--decide-budget: expected a finite number of seconds > 0, got {decide_budget!r}")
+    # on by default for the default run: --preset default over every family and solver; a resumed
+    # run continues the deciding pass it recorded
+    recorded = rundir.read_manifest(rundir.resume_dir(out, run_id)).get("decide") if resume else None
+    if decide is None and isinstance(recorded, dict):
+        decide, decide_budget = True, float(recorded.get("budget_s", decide_budget))
+    deciding = decide if decide is not None else (
+        chosen.get("preset", "default") == "default" and not chosen.get("family") and not chosen.get("solver"))
     try:
         _execute(ctx, cells, skipped, out, run_id, resume, timeout if timeout is not None else preset_timeout,
-                 scheduler=scheduler, workers=workers, exclusive=exclusive, grid_options=chosen)
+                 scheduler=scheduler, workers=workers, exclusive=exclusive, grid_options=chosen,
+                 decide_budget=decide_budget if deciding else None)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: the finished cells are kept; contactbench run --resume "
                       + (f"--run-id {_text(run_id)} " if run_id else "") + "continues the run")
@@ -407,7 +421,8 @@ def _cell_title(cell: grid.Cell) -> str:
 
 def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: Optional[str], resume: bool,
              timeout: float, scheduler: Optional[str] = None, workers: Optional[int] = None,
-             exclusive: bool = False, grid_options: Optional[dict] = None) -> Path:
+             exclusive: bool = False, grid_options: Optional[dict] = None,
+             decide_budget: Optional[float] = None) -> Path:
     """Run ``cells`` into a run directory under ``out`` on Dask (the cluster at ``scheduler``,
     else an embedded one of ``workers`` processes) with progress output; print the summary."""
     from . import problemsets
@@ -430,11 +445,12 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
         except OSError as exc:  # a full or read-only disk: nothing of the run was created
             _write_failed(out, exc)
         return _execute_on(ctx, client, not scheduler, cells, skipped, run_dir, out, resume, timeout, exclusive,
-                           stage, grid_options or {})
+                           stage, grid_options or {}, decide_budget)
 
 
 def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped: list, run_dir: Path, out: Path,
-                resume: bool, timeout: float, exclusive: bool, stage: Path, grid_options: dict) -> Path:
+                resume: bool, timeout: float, exclusive: bool, stage: Path, grid_options: dict,
+                decide_budget: Optional[float] = None) -> Path:
     """``_execute`` once the run directory is chosen, its problem sets generated into
     ``stage`` and the Dask client connected: the manifest (``_start_run``), the cells with
     progress output (``_run_with_progress``), then the summary and the exit code
@@ -445,7 +461,34 @@ def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped
         console.print(f"[dim]skip {_text(what)}: {_text(why)}[/]")
     console.print(f"run [bold]{run_dir.name}[/]: {len(cells)} cells -> {run_dir}")
     results = _run_with_progress(cells, run_dir, timeout, resume, client, exclusive)
-    return _finish_run(results, skipped, manifest, run_dir)
+    decisions = _decide(cells, results, run_dir, timeout, resume, client, exclusive, decide_budget, manifest)
+    return _finish_run(results, skipped, manifest, run_dir, decisions)
+
+
+def _decide(cells: list, results: list, run_dir: Path, timeout: float, resume: bool, client, exclusive: bool,
+            budget: Optional[float], manifest: dict) -> list:
+    """The deciding pass (``bench.decide``) over the screening cells' rows, its cells run like
+    the others; the decisions recorded in run.json (``decide``). None without a budget."""
+    from . import decide
+
+    done = [r for r in results if r.state in ("done", "skipped")]
+    if budget is None or not done:
+        return []
+    console.print(f"deciding: the fastest open configurations of each family, kind and device, on fresh cases "
+                  f"(at most {budget:g} s)")
+    rows = report.load_runs([run_dir])
+    rows = rows[rows["cell_id"].isin({c.cell_id for c in cells})]
+
+    def run(more: list) -> list:
+        return _run_with_progress(more, run_dir, timeout, True, client, exclusive)
+
+    decisions = decide.decide(rows, cells, run, budget)
+    manifest["decide"] = {"budget_s": budget, "decisions": decide.as_records(decisions)}
+    try:
+        rundir.write_manifest(run_dir, manifest)
+    except OSError as exc:
+        _write_failed(run_dir, exc)
+    return decisions
 
 
 def _start_run(ctx: typer.Context, client, embedded: bool, cells: list, skipped: list, run_dir: Path, out: Path,
@@ -509,10 +552,10 @@ def _run_with_progress(cells: list, run_dir: Path, timeout: float, resume: bool,
             _write_failed(run_dir, exc)
 
 
-def _finish_run(results: list, skipped: list, manifest: dict, run_dir: Path) -> Path:
+def _finish_run(results: list, skipped: list, manifest: dict, run_dir: Path, decisions: list = ()) -> Path:
     """Record the cells refused or unavailable on their worker beside the grid's skips, print
-    the summary and the counts, and exit 1 when the scheduler was lost, no cell could run or
-    every cell failed."""
+    the summary, the counts and the deciding pass's answers, and exit 1 when the scheduler was
+    lost, no cell could run or every cell failed."""
     unavailable = [r for r in results if r.state == "unavailable"]
     refused = [r for r in results if r.state == "refused"]
     lost = [r for r in results if r.state == "lost"]
@@ -526,6 +569,11 @@ def _finish_run(results: list, skipped: list, manifest: dict, run_dir: Path) -> 
     if ran:
         _print_summary(report.summarize(report.load_runs([run_dir])), f"contactbench report {run_dir}")
     bad = [r for r in ran if r.state not in ("done", "skipped")]
+    if decisions:
+        console.print("[bold]the answer[/] (the fastest configuration that qualified at recommend's default "
+                      "thresholds, or why none did):")
+        for decision in decisions:
+            console.print(("[green]" if decision.config else "[yellow]") + _text(decision.line()) + "[/]")
     console.print(f"results: {run_dir}  ({len(ran) - len(bad)} cells ok, {len(bad)} failed"
                   + (f", {len(refused)} skipped: the adapter refuses the problem set" if refused else "")
                   + (f", {len(unavailable)} unavailable on their worker)" if unavailable else ")"))
