@@ -213,6 +213,10 @@ def test_dashboard_renders_in_headless_chromium(published):
         page.goto(site.index.as_uri())
         overview = page.evaluate("() => [...document.querySelectorAll('table.overview')].map(t => t.rows.length)")
         assert len(overview) == 3 and all(n >= 2 for n in overview)
+        # one ranking per kind: every overview table names its one kind and ranks from 1
+        tables = page.evaluate("() => [...document.querySelectorAll('table.overview')].map(t => [t.dataset.kind,"
+                               " t.rows[1].cells[0].textContent])")
+        assert all(kind and first.lstrip("=") == "1" for kind, first in tables), tables
         for family, path in site.family_pages.items():
             page.goto(path.as_uri())
             _check_family_page(page, family, expected)
