@@ -151,3 +151,17 @@ def test_a_family_whose_reference_fails_gives_unknown_truth_and_no_unsafe_verdic
     rows = pd.concat(pd.read_parquet(p) for p in (tmp_path / "runs" / "r").glob("*.parquet"))
     assert len(rows) == 16 and (rows["truth"] == "unknown").all()
     assert set(rows["outcome"]) <= {"uncertain", "failed"}
+
+
+def test_ref_agrees_reads_each_claim_against_the_truth_proof_or_not():
+    from problems.kinds.lp1 import CLAIM_DELTA
+    from problems.kinds.lp1 import KIND as LP1
+
+    checked = pd.DataFrame({"verdict": ["uncertain"] * 5, "delta": [0.0, 2 * CLAIM_DELTA, 0.0, np.nan, 0.5]})
+    ref = pd.DataFrame({"truth": ["supported", "unsupported", "unsupported", "supported", "unknown"],
+                        "ambiguous": [False, False, True, False, False]})
+    assert list(LP1.judge(checked, ref)["ref_agrees"]) == [True, True, True, False, False]
+    qp_checked = pd.DataFrame({"verdict": ["uncertain"] * 4, "said": ["infeasible", "infeasible", "optimal", "max_iter"],
+                               "qp_objective": [np.nan] * 4, "primal_residual": [np.nan] * 4})
+    qp_ref = pd.DataFrame({"truth": ["infeasible", "feasible", "feasible", "feasible"], "ref_objective": [np.nan] * 4})
+    assert list(qp_outcomes(qp_checked, qp_ref)["ref_agrees"]) == [True, False, True, False]

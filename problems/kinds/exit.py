@@ -125,7 +125,7 @@ class ExitKind(HoldKind):
         proof or not, within the band of a proven reference exit."""
         codes = exit_outcome_codes(checked["verdict"], checked["exit"], ref["ref_exit"], ref["ref_verdict"], tol)
         t, r = checked["t"].to_numpy(dtype=float), ref["ref_exit"].to_numpy(dtype=float)
-        known = np.isin(ref["ref_verdict"].to_numpy(dtype=object), VERDICTS[:2])
+        known = text_codes(ref["ref_verdict"], VERDICTS[:2]) >= 0
         with np.errstate(invalid="ignore"):
             agrees = (codes == OUTCOMES.index("correct")) | (
                 known & np.isfinite(t) & (np.abs(t - r) <= tol.exit_abs + tol.exit_rel * np.abs(r)))

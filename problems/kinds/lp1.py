@@ -150,12 +150,12 @@ class Lp1Kind(HoldKind):
         ambiguous case)."""
         codes = lp1_outcome_codes(checked["verdict"], ref["truth"], ref.get("ambiguous"))
         delta = checked["delta"].to_numpy(dtype=float)
-        truth = ref["truth"].to_numpy(dtype=object)
+        truth = text_codes(ref["truth"], VERDICTS[:2])  # supported 0, unsupported 1, else -1
         ambiguous = ref["ambiguous"].to_numpy(dtype=bool) if "ambiguous" in ref else np.zeros(len(ref), bool)
         with np.errstate(invalid="ignore"):
-            claim = np.where(np.isfinite(delta), np.where(delta <= CLAIM_DELTA, "supported", "unsupported"), None)
+            claim = np.where(delta <= CLAIM_DELTA, 0, 1)  # (NaN: no claim, masked below)
         agrees = (codes == OUTCOMES.index("correct")) | (
-            np.isfinite(delta) & ((claim == truth) | (ambiguous & np.isin(truth, VERDICTS[:2]))))
+            np.isfinite(delta) & (truth >= 0) & ((claim == truth) | ambiguous))
         return pd.DataFrame({"outcome": text_column(OUTCOMES, codes), "ref_agrees": agrees})
 
     def report_sections(self, rows: pd.DataFrame, group: list[str]) -> list[tuple[str, str, pd.DataFrame]]:
