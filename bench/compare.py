@@ -166,6 +166,8 @@ def compare(base_dirs: list[Path | str], new_dirs: list[Path | str], threshold: 
         rec.update(cases_base=int(r["cases_base"]), cases_new=int(r["cases_new"]),
                    base_us=float(np.median(b)) if len(b) else np.nan, new_us=float(np.median(a)) if len(a) else np.nan,
                    time_ratio=ratio, ratio_low=low, ratio_high=high)
+        rec.update(uncertain_base=int(r["uncertain_base"]), uncertain_agree_base=int(r["uncertain_agree_base"]),
+                   uncertain_new=int(r["uncertain_new"]), uncertain_agree_new=int(r["uncertain_agree_new"]))
         for o in ("correct", "false_accept", "uncertain", "failed"):
             rec[f"{o}_change"] = r[f"{o}_rate_new"] - r[f"{o}_rate_base"]
             rec[f"{o}_change_low"] = r[f"{o}_low_new"] - r[f"{o}_high_base"]
@@ -256,7 +258,7 @@ def text_rows(comparison: Comparison) -> pd.DataFrame:
     t = comparison.table
     if t.empty:
         return pd.DataFrame(columns=["verdict", "configuration", "family", "scenes", "time NEW/BASE", "correct",
-                                     "false accept"])
+                                     "false accept", "uncertain (agree)"])
 
     def change(row, outcome: str) -> str:
         d, lo, hi = row[f"{outcome}_change"], row[f"{outcome}_change_low"], row[f"{outcome}_change_high"]
@@ -271,4 +273,6 @@ def text_rows(comparison: Comparison) -> pd.DataFrame:
                           for r, lo, hi in zip(t["time_ratio"], t["ratio_low"], t["ratio_high"])],
         "correct": [change(r, "correct") for _, r in t.iterrows()],
         "false accept": [change(r, "false_accept") for _, r in t.iterrows()],
+        "uncertain (agree)": [f"{results.agree_text(r.uncertain_base, r.uncertain_agree_base)} -> "
+                              f"{results.agree_text(r.uncertain_new, r.uncertain_agree_new)}" for r in t.itertuples()],
     })

@@ -606,6 +606,9 @@ def _write_family_page(out: Path, env, common: dict, family: str, frows: pd.Data
                "e2e_us_per_case", "e2e_us_interval", "us_per_case",
                "e2e_ms_per_256", "ms_per_256", "sgm_us", "compile_s", "peak_rss_mb", "device_peak_mb"]
     table = table.assign(**{c: np.nan for c in columns if c not in table})
+    if "uncertain_agree" in table:  # right or wrong without proof, told apart
+        table["uncertain"] = [results.agree_text(u, a) if pd.notna(u) else "" for u, a in
+                              zip(table["uncertain"], table["uncertain_agree"].fillna(0))]
     # a ranking's table: its heading names the kind, size and device; per-256 times repeat us per case
     group_columns = [c for c in columns if c not in GROUP_TABLE_OMITS]
     groups = [{"kind": str(kind), "scenes": int(scenes), "device": str(device), "rows": _records(part[group_columns])}

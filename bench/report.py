@@ -119,7 +119,7 @@ def main_table(summary: pd.DataFrame) -> pd.DataFrame:
         "device": summary["device"], "solver": summary["solver"], "dtype": summary["dtype"],
         "cases": summary["n"], "correct": summary["correct"], "unsafe": summary["false_accept"],
         "wrong": total(("false_reject", "suboptimal")),
-        "unproven": [unproven_text(u, a) for u, a in zip(total(("uncertain", "failed")), _agree(summary))],
+        "unproven": [results.agree_text(u, a) for u, a in zip(total(("uncertain", "failed")), _agree(summary))],
         "e2e us per case": [results.us_text(t) for t in results.ranking_time_us(summary)],
     })[MAIN_COLUMNS]
     return out.drop(columns=["device"]) if out["device"].nunique() <= 1 else out
@@ -157,11 +157,6 @@ def _agree(summary: pd.DataFrame) -> pd.Series:
     return summary["uncertain_agree"].fillna(0).astype(int) if "uncertain_agree" in summary else 0 * summary["n"]
 
 
-def unproven_text(unproven: int, agree: int) -> str:
-    """``12 (10 agree)``: unproven answers, and how many of them agree with the reference."""
-    return f"{unproven} ({agree} agree)" if unproven else "0"
-
-
 def terminal(summary: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
     """``(lines, constant)``: the summary as one short line per configuration for a terminal of
     100 columns, the solver first, grouped by problem (``family/kind``) in rank order:
@@ -179,7 +174,7 @@ def terminal(summary: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
         "rank": [results.rank_text(r, t) for r, t in zip(summary["rank"], summary["tied"])],
         "correct": [f"{c}/{n}" for c, n in zip(summary["correct"].astype(int), summary["n"].astype(int))],
         "unsafe": summary["false_accept"].astype(int).astype(str),
-        "unproven": [unproven_text(u, a) for u, a in zip(pd.Series(unsure, index=summary.index).astype(int),
+        "unproven": [results.agree_text(u, a) for u, a in zip(pd.Series(unsure, index=summary.index).astype(int),
                                                          _agree(summary))],
         "us/case": [results.us_text(t) for t in results.ranking_time_us(summary)],
     })[TERMINAL].reset_index(drop=True)

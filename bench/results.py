@@ -280,6 +280,12 @@ def budget_text(budget_us: float) -> str:
     return us_text(float(budget_us))
 
 
+def agree_text(count: int, agree: int) -> str:
+    """``42 (38 agree)``: unproven answers and how many of them agree with the reference's
+    truth (right without proof); ``0`` for none."""
+    return f"{int(count)} ({int(agree)} agree)" if count else "0"
+
+
 def rank_text(rank, tied: bool) -> str:
     """A rank for display: ``=3`` where it is shared (a statistical tie), blank for none."""
     if rank is None or (isinstance(rank, float) and np.isnan(rank)):

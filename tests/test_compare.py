@@ -59,6 +59,7 @@ def test_the_same_grid_twice_is_the_same_everywhere(runs):
     for r in result["configurations"]:
         assert r["cases_base"] == r["cases_new"] == 16
         assert r["ratio_low"] <= r["time_ratio"] <= r["ratio_high"]
+        assert 0 <= r["uncertain_agree_new"] <= r["uncertain_new"] and 0 <= r["uncertain_agree_base"] <= r["uncertain_base"]
 
 
 def test_a_slow_adapter_is_slower_and_a_wrong_one_less_correct_the_others_same(runs):
@@ -76,6 +77,7 @@ def test_a_slow_adapter_is_slower_and_a_wrong_one_less_correct_the_others_same(r
     assert sleepy["ratio_low"] > 3
     text = cb("compare", out["a"], out["c"], "--threshold", "3", cwd=root)  # the table, same exit code
     assert text.returncode == 1 and "slower" in text.stdout and "less correct" in text.stdout
+    assert "uncertain (agree)" in " ".join(text.stdout.split())
 
 
 def test_configurations_of_one_run_are_listed_apart_and_bad_input_exits_2(runs, tmp_path):
