@@ -206,13 +206,21 @@ def check_output_dir(target: Path, inputs: list[Path] = ()) -> None:
                            "it is never replaced: choose an empty or new folder")
 
 
+#: folders of devices and kernel state: never an output's home
+SYSTEM_FOLDERS = ("/dev", "/proc", "/sys")
+
+
 def check_output_file(target: Path, marker: str, inputs: list[Path] = ()) -> None:
     """Raise ``ProblemError`` naming ``--single-file`` unless ``target`` may be (re)written by
     contactbench: missing, or a regular file whose first 4 KiB hold ``marker`` (a file
     contactbench wrote); and not inside one of ``inputs`` or any other run directory (a folder
-    holding ``run.json``). A user's own file, a FIFO, a device or a link is never replaced."""
+    holding ``run.json``), nor in a system folder (``SYSTEM_FOLDERS``: ``/dev/null.html``). A
+    user's own file, a FIFO, a device or a link is never replaced."""
     target = Path(target)
     resolved = target.parent.resolve() / target.name
+    if any(_inside(resolved, Path(system)) for system in SYSTEM_FOLDERS):
+        raise ProblemError(f"--single-file: {str(target)!r} is in a system folder ({', '.join(SYSTEM_FOLDERS)}); "
+                           "choose a path of your own")
     for source in inputs:
         if _inside(resolved, Path(source).resolve()):
             raise ProblemError(f"--single-file: {str(target)!r} is inside the run directory {str(source)!r} being "

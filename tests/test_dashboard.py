@@ -358,7 +358,8 @@ def test_single_file_never_replaces_what_contactbench_did_not_write(published, t
     link.symlink_to(mine)
     for target, words in ((mine, "contactbench did not write"), (fifo, "not a regular file"),
                           (link, "not a regular file"), (run / "report.html", "inside the run directory"),
-                          (run / "logs" / "r.html", "inside the run directory")):
+                          (run / "logs" / "r.html", "inside the run directory"),
+                          (Path("/dev/null.html"), "is in a system folder")):
         with pytest.raises(ProblemError, match=words):
             publish.publish_single_file([run], target)
     assert mine.read_text() == "my notes" and not (run / "report.html").exists()
