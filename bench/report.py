@@ -94,6 +94,23 @@ def rank_deficient_summary(rows: pd.DataFrame) -> pd.DataFrame:
     return rename_for_report(table[GROUP + ["n"] + [c for c in OUTCOMES if c in table]].rename(columns={"n": "cases"}))
 
 
+def truth_class_summary(rows: pd.DataFrame) -> pd.DataFrame:
+    """Outcome counts per cell group and reference truth (``truth``: feasible, infeasible, ...)
+    for the groups whose cases mix truth classes (a QP family with feasible and infeasible
+    wrenches): a solver right on one class and wrong on the other shows as such. Empty when no
+    group mixes them."""
+    if "truth" not in rows:
+        return pd.DataFrame()
+    known = rows[rows["truth"].notna() & (rows["truth"].astype(str) != "")]
+    mixed = known.groupby(GROUP, dropna=False)["truth"].transform("nunique") > 1
+    sub = known[mixed]
+    if sub.empty:
+        return pd.DataFrame()
+    table = results.summarize(sub.assign(truth=sub["truth"].astype(str)), GROUP + ["truth"])
+    keep = GROUP + ["truth", "n"] + [c for c in OUTCOMES if c in table] + ["uncertain_agree"]
+    return rename_for_report(table[[c for c in keep if c in table]].rename(columns={"n": "cases"}))
+
+
 def provenance(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per run: id, commit, CPU, host, JAX devices and package versions."""
     cols = ["run_id"] + sorted(c for c in rows.columns if c.startswith("env_"))
@@ -241,6 +258,13 @@ def _write_report(rows: pd.DataFrame, out: Path, manifests: list[dict] | None, c
         lines += ["## Rank-deficient equality rows (two-foot stances)", "",
                   "The same outcomes restricted to cases whose wrench rows are rank-deficient; a solver that "
                   "fails here fails on real stances, not on a generator artefact.", "", _markdown(deficient), ""]
+    by_truth = truth_class_summary(rows)
+    if len(by_truth):
+        by_truth.to_csv(out / "truth_classes.csv", index=False)
+        lines += ["## By truth class", "",
+                  "The same outcomes per reference truth, for the problem sets that mix feasible and infeasible "
+                  "cases: how a solver does on the cases it can answer with forces, and on those where it must "
+                  "prove that none exist.", "", _markdown(by_truth), ""]
     for title, stem, table in kind_sections(rows):
         table.to_csv(out / f"{stem}.csv", index=False)
         lines += [f"## {title}", "", _markdown(table), ""]

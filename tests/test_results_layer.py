@@ -255,3 +255,16 @@ def test_every_solver_of_a_plot_gets_its_own_colour_blind_safe_colour_and_the_pr
     styles = {t.name: (t.line.color, t.line.dash) for t in fig.data}
     assert styles["linrax float32 cpu"][0] == styles["linrax float64 cpu"][0] != styles["highs float64 cpu"][0]
     assert styles["linrax float32 cpu"][1] == "dash" and styles["linrax float64 cpu"][1] == "solid"
+
+
+def test_report_splits_outcomes_by_truth_class_where_a_set_mixes_them(run, tmp_path):
+    by_truth = report.truth_class_summary(run)
+    summary = report.summarize(run).set_index(["solver", "dtype", "kind"])
+    lp1 = by_truth[by_truth["kind"] == "lp1"]
+    assert set(lp1["truth"]) == {"supported", "unsupported"} and "exit" not in set(by_truth["kind"])  # exits: no truth
+    for (solver, dtype), part in lp1.groupby(["solver", "dtype"]):
+        assert part["cases"].sum() == summary.loc[(solver, dtype, "lp1"), "n"]
+        assert part["correct"].sum() == summary.loc[(solver, dtype, "lp1"), "correct"]
+    report.write_report(run, tmp_path / "rep")
+    assert "## By truth class" in (tmp_path / "rep" / "report.md").read_text()
+    assert (tmp_path / "rep" / "truth_classes.csv").exists()
