@@ -275,20 +275,48 @@ def _consistent_torques(in_stance: np.ndarray, push: np.ndarray, torque: np.ndar
     return M[:, [0, 2]]
 
 
+#: the draws ``sample`` knows: what a controller asks for, and the stress set
+DRAWS = ("controller", "stress")
+#: seed 000's overload: four feet, a 200 N forward push, mu 0.6, 90 N (every foot at 370 %
+#: of its cone); case 0 of a stress draw whose parameters admit it
+OVERLOAD = {"push": (200.0, 0.0), "torque": (0.0, 0.0), "mu": 0.6, "weight": 90.0}
+#: a built-feasible case's tangential forces stay within this share of the inscribed disk
+FEASIBLE_MARGIN = 0.9
+
+
 def sample(n: int, seed: int, stance: str = "random", edges: int = 4,
            mu=(0.3, 1.0), weight=(60.0, 140.0), push: float = 0.6, torque: float = 0.04,
-           height: float = HEIGHT) -> tuple[QuadrupedBatch, pd.DataFrame]:
-    """``n`` random scenes and their meta rows, drawn with array operations (generator
-    version 2; version 1 drew scene by scene: the same distribution, other bytes).
+           height: float = HEIGHT, draw: str = "controller",
+           feasible: float = 0.9) -> tuple[QuadrupedBatch, pd.DataFrame]:
+    """``n`` random scenes and their meta rows, drawn with array operations.
 
-    ``stance`` one of ``STANCES`` or ``"random"`` (uniform over the 11); ``mu`` and
-    ``weight`` (N) uniform in their intervals; each push component uniform in
-    ``+-push * mu * weight`` (so about half of the four-foot cases slip); roll and pitch
-    uniform in ``+-torque * weight`` N m; half of the two-foot cases get their torque made
-    consistent with the pair (see module docstring).
+    Both draws: ``stance`` one of ``STANCES`` or ``"random"`` (uniform over the 11); ``mu``
+    and ``weight`` (N) uniform in their intervals.
+
+    ``draw="stress"`` (seed 000's sampler): each push component uniform in
+    ``+-push * mu * weight`` (within the four feet's friction at the default ``push``: the
+    four-foot cases hold, but for the overload); roll and pitch uniform in
+    ``+-torque * weight`` N m (about half of the three-foot cases tip); half of the
+    two-foot cases get their torque made consistent with the pair (see module docstring);
+    about 45 % of the cases are feasible.
+    Case 0 is seed 000's overload (``OVERLOAD``) where ``stance``, ``mu`` and ``weight``
+    admit it.
+
+    ``draw="controller"`` (the default): ``round(feasible * n)`` cases, at random positions,
+    are feasible by construction: each stance foot gets a share of the weight (Dirichlet)
+    as its normal force and a tangential force inside ``FEASIBLE_MARGIN`` of its cone's
+    inscribed disk (radius ``mu cos(pi / edges)`` times the normal force, inside both the
+    pyramid and the circular cone), the tangential forces mixed so that the yaw moment is
+    zero; the wrench is what those forces exert. The other cases are stress draws (as
+    above, without the overload case). Meta ``drawn`` says which (``"feasible"`` or
+    ``"stress"``).
     """
     if not isinstance(n, (int, np.integer)) or n < 1:
         raise ProblemError(f"n: expected a positive integer, got {n!r}")
+    if draw not in DRAWS:
+        raise ProblemError(f"draw: expected one of {list(DRAWS)}, got {draw!r}")
+    if isinstance(feasible, bool) or not isinstance(feasible, (int, float)) or not 0.0 <= feasible <= 1.0:
+        raise ProblemError(f"feasible: expected a share from 0 to 1, got {feasible!r}")
     if stance != "random" and parse_stance(stance) not in [parse_stance(s) for s in STANCES]:
         raise ProblemError(f"stance: expected 'random' or one of {list(STANCES)}, got {stance!r}")
     # mu, weight, height and edges checked as one scene checks them (the lower ends of ranges)
@@ -297,8 +325,8 @@ def sample(n: int, seed: int, stance: str = "random", edges: int = 4,
     rng = np.random.default_rng(seed)
     which = rng.integers(len(STANCES), size=n) if stance == "random" else \
         np.full(n, STANCES.index(",".join(parse_stance(stance))))
-    draw = lambda r: rng.uniform(*r, size=n) if isinstance(r, (tuple, list)) else np.full(n, float(r))  # noqa: E731
-    mu_, w_ = draw(mu), draw(weight)
+    uniform = lambda r: rng.uniform(*r, size=n) if isinstance(r, (tuple, list)) else np.full(n, float(r))  # noqa: E731
+    mu_, w_ = uniform(mu), uniform(weight)
     push_ = rng.uniform(-1, 1, (n, 2)) * push * mu_[:, None] * w_[:, None]
     torque_ = rng.uniform(-1, 1, (n, 2)) * torque * w_[:, None]
     in_stance = STANCE_MASKS[which]
@@ -307,15 +335,69 @@ def sample(n: int, seed: int, stance: str = "random", edges: int = 4,
     if consistent.any():
         torque_[consistent] = _consistent_torques(in_stance[consistent], push_[consistent], torque_[consistent],
                                                   w_[consistent], checked.height)
+    drawn = np.full(n, "stress", dtype=object)
+    if draw == "stress":
+        if _admits_overload(stance, mu, weight):
+            which[0] = STANCES.index(",".join(FEET))
+            in_stance, n_feet = STANCE_MASKS[which], STANCE_MASKS[which].sum(axis=1)
+            push_[0], torque_[0] = OVERLOAD["push"], OVERLOAD["torque"]
+            mu_[0], w_[0], consistent[0] = OVERLOAD["mu"], OVERLOAD["weight"], False
+    else:
+        built = np.zeros(n, bool)
+        built[rng.permutation(n)[:int(round(feasible * n))]] = True
+        if built.any():
+            push_[built], torque_[built] = _feasible_wrenches(rng, in_stance[built], mu_[built], w_[built],
+                                                              checked.height, checked.edges)
+            consistent[built] = n_feet[built] == 2
+        drawn[built] = "feasible"
     ranks = np.array([np.linalg.matrix_rank(QuadrupedScene(tuple(s.split(",")), (0.0, 0.0), (0.0, 0.0), 1.0, 1.0,
                                                            checked.height, checked.edges).wrench_matrix())
                       for s in STANCES])[which]
     batch = QuadrupedBatch(in_stance, push_, torque_, mu_, w_, checked.height, checked.edges)
-    rows = pd.DataFrame({"case": np.arange(n), "stance": np.array(STANCES, dtype=object)[which], "n_feet": n_feet,
+    rows = pd.DataFrame({"case": np.arange(n), "drawn": drawn, "stance": np.array(STANCES, dtype=object)[which],
+                         "n_feet": n_feet,
                          "push_x": push_[:, 0], "push_z": push_[:, 1], "roll": torque_[:, 0], "pitch": torque_[:, 1],
                          "mu": mu_, "weight": w_, "height": checked.height, "edges": checked.edges,
                          "consistent_torque": consistent, "rank": ranks, "rank_deficient": ranks < 6})
     return batch, rows
+
+
+def _admits_overload(stance: str, mu, weight) -> bool:
+    """Whether seed 000's overload scene lies inside these ``stance``, ``mu`` and ``weight``."""
+    inside = lambda r, v: (r[0] <= v <= r[1]) if isinstance(r, (tuple, list)) else float(r) == v  # noqa: E731
+    return ((stance == "random" or parse_stance(stance) == FEET) and inside(mu, OVERLOAD["mu"])
+            and inside(weight, OVERLOAD["weight"]))
+
+
+def _feasible_wrenches(rng: np.random.Generator, in_stance: np.ndarray, mu: np.ndarray, weight: np.ndarray,
+                       height: float, edges: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pushes (m, 2) N and torques (m, 2) N m that forces inside every stance foot's cone
+    exert (see ``sample``): normal forces ``weight`` times Dirichlet(2) shares over the
+    stance feet; tangential forces the mix ``a t1 + (1 - a) t2`` of two draws uniform in the
+    scaled inscribed disks (``t2`` negated where its yaw moment has ``t1``'s sign), with
+    ``a`` setting the yaw moment ``sum z_i f_x,i - x_i f_z,i`` to zero. A disk is convex and
+    symmetric, so the mix stays inside it."""
+    m = len(mu)
+    gamma = rng.gamma(2.0, size=(m, 4)) * in_stance
+    normal = weight[:, None] * gamma / gamma.sum(axis=1, keepdims=True)  # (m, 4)
+    radius = FEASIBLE_MARGIN * mu[:, None] * np.cos(np.pi / edges) * normal
+
+    def disk_draw():
+        angle, size = rng.uniform(0, 2 * np.pi, (m, 4)), np.sqrt(rng.random((m, 4))) * radius
+        return size * np.cos(angle), size * np.sin(angle)  # (f_x, f_z) per foot
+
+    x, z = foot_positions(height)[:, 0], foot_positions(height)[:, 2]
+    yaw = lambda fx, fz: (z * fx - x * fz).sum(axis=1)  # noqa: E731
+    (fx1, fz1), (fx2, fz2) = disk_draw(), disk_draw()
+    y1, y2 = yaw(fx1, fz1), yaw(fx2, fz2)
+    flip = np.where(y1 * y2 > 0, -1.0, 1.0)
+    fx2, fz2, y2 = fx2 * flip[:, None], fz2 * flip[:, None], y2 * flip
+    gap = y2 - y1
+    a = np.divide(y2, gap, out=np.ones(m), where=gap != 0)[:, None]
+    fx, fz = a * fx1 + (1 - a) * fx2, a * fz1 + (1 - a) * fz2
+    push = np.stack([fx.sum(axis=1), fz.sum(axis=1)], axis=1)
+    torque = np.stack([(-z * normal).sum(axis=1), (x * normal).sum(axis=1)], axis=1)  # (p x f)_x, (p x f)_z
+    return push, torque
 
 
 def hold_batch(scenes) -> SceneBatch:
@@ -397,6 +479,11 @@ FAMILY = Family(
         Param("torque", "float >= 0", 0.04, "roll and pitch torque uniform in +-torque * weight, N m",
               valid.number(ge=0)),
         Param("height", "float > 0", HEIGHT, "hip height, m", valid.number(gt=0)),
+        Param("draw", "'controller' or 'stress'", "controller",
+              "controller: mostly feasible wrenches; stress: seed 000's pushes and torques, about 55 % infeasible",
+              valid.one_of(*DRAWS)),
+        Param("feasible", "float in [0, 1]", 0.9, "share of a controller draw built feasible (the rest: stress)",
+              valid.number(ge=0, le=1)),
     ),
-    version=2,  # 2: drawn with array operations (version 1 drew scene by scene: the same distribution)
+    version=3,  # 3: the controller draw by default (2: the stress draw alone, array operations)
 )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import problems
 import solvers
@@ -161,11 +163,45 @@ def test_generate_quadruped_covers_every_stance_and_records_the_wrench():
     np.testing.assert_allclose(batch.A_eq[0], s.wrench_matrix())
 
 
-def test_qp_and_hold_lp_of_a_stance_agree_on_feasibility():
-    qp = compute_reference(problems.generate("quadruped", 200, 5, kind="qp"))
-    lp = compute_reference(problems.generate("quadruped", 200, 5, kind="lp1"))
+@pytest.mark.parametrize("draw, low, high", [("controller", 0.9, 1.0), ("stress", 0.25, 0.75)])
+def test_qp_and_hold_lp_of_a_stance_agree_on_feasibility(draw, low, high):
+    qp = compute_reference(problems.generate("quadruped", 200, 5, kind="qp", draw=draw))
+    lp = compute_reference(problems.generate("quadruped", 200, 5, kind="lp1", draw=draw))
     assert ((qp["truth"] == "feasible").to_numpy() == (lp["truth"] == "supported").to_numpy()).all()
-    assert 0.25 < (qp["truth"] == "feasible").mean() < 0.75
+    assert low < (qp["truth"] == "feasible").mean() <= high
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stance=st.sampled_from(["random", *quadruped.STANCES]), edges=st.integers(3, 9),
+       mu=st.floats(0.02, 2.0), share=st.floats(0.0, 1.0), seed=st.integers(0, 2**32))
+def test_a_controller_draws_built_feasible_cases_are_feasible_in_every_kind(stance, edges, mu, share, seed):
+    """Forces inside the cones exert the wrench: the reference finds each built case feasible
+    as a QP (pyramids), an SOCP (circular cones) and a hold test, at any friction, edge
+    count and stance; the share built is round(feasible * n)."""
+    spec = dict(stance=stance, edges=edges, mu=mu, feasible=share)
+    built = None
+    for kind, ok in (("qp", "feasible"), ("socp", "feasible"), ("lp1", "supported")):
+        batch = problems.generate("quadruped", 24, seed, kind=kind, **spec)
+        built = (batch.meta["drawn"] == "feasible").to_numpy()
+        assert built.sum() == round(share * 24)
+        assert (compute_reference(batch)["truth"].to_numpy()[built] == ok).all(), kind
+    assert built is not None
+
+
+def test_the_stress_set_starts_with_seed000s_overload_and_the_controller_mix_is_mostly_feasible():
+    stress = problems.generate("quadruped", 32, 7, kind="socp", draw="stress")
+    first = stress.meta.iloc[0]
+    assert (first.stance, first.push_x, first.push_z, first.mu, first.weight) == ("FL,FR,BL,BR", 200.0, 0.0, 0.6, 90.0)
+    assert compute_reference(stress)["truth"].iloc[0] == "infeasible"
+    # a stance that cannot hold the overload's four feet draws no overload
+    two = problems.generate("quadruped", 8, 7, kind="qp", draw="stress", stance="FL,BR")
+    assert two.meta["push_x"].iloc[0] != 200.0
+    mix = problems.generate("quadruped", 64, 7, kind="qp")
+    assert (mix.meta["drawn"] == "feasible").sum() == round(0.9 * 64)
+    with pytest.raises(ProblemError, match="feasible"):
+        problems.generate("quadruped", 8, 0, kind="qp", feasible=1.5)
+    with pytest.raises(ProblemError, match="draw"):
+        problems.generate("quadruped", 8, 0, kind="qp", draw="calm")
 
 
 @pytest.mark.needs("quadprog")
