@@ -7,9 +7,10 @@ Syntax (the same for ``solvers.get``, ``bench.hold.check``, the CLI and the grid
     name[key=value,...]      e.g. linrax[dtype=float64,primal_tol=1e-5]
     name[profile,key=value]  e.g. osqp[high_accuracy,max_iter=8000]
 
-Values may hold commas inside parentheses (``planar-box[mass=(0.9, 1.1)]``: family specs
-use the same splitter). Settings are coerced to each option's type when parsed, so a bad
-name, profile, option or value is a ``ProblemError`` naming it before anything runs.
+Values may hold commas inside parentheses or quotes (``planar-box[mass=(0.9, 1.1)]``,
+``quadruped[stance='FL,FR,BL,BR']``: family specs use the same splitter). Settings are
+coerced to each option's type when parsed, so a bad name, profile, option or value is a
+``ProblemError`` naming it before anything runs.
 """
 
 from __future__ import annotations
@@ -25,9 +26,16 @@ _SPEC = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(?:\[(.*)\])?\s*$")
 
 
 def _split_top_level(text: str) -> list[str]:
-    """Split on commas outside parentheses: ``"a=(1, 2),b=3"`` -> ``["a=(1, 2)", "b=3"]``."""
-    parts, depth, start = [], 0, 0
+    """Split on commas outside parentheses and quotes: ``"a=(1, 2),b='x,y',c=3"`` ->
+    ``["a=(1, 2)", "b='x,y'", "c=3"]``."""
+    parts, depth, start, quote = [], 0, 0, ""
     for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+            continue
+        if ch in "'\"":
+            quote = ch
+            continue
         depth += {"(": 1, ")": -1}.get(ch, 0)
         if ch == "," and depth == 0:
             parts.append(text[start:i])

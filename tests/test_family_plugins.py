@@ -16,6 +16,7 @@ import problems
 from bench import grid, report, runner
 from bench.cli import app
 from problems.files_example import write_example
+from solvers.errors import ProblemError
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -124,3 +125,14 @@ def test_files_of_different_shapes_are_refused(tmp_path):
     np.savez(tmp_path / "b.npz", c=np.ones(3))
     with pytest.raises(problems.family.ProblemError, match=r"b.npz: array 'A_eq' has shape \(0, 3\), but a.npz has \(0, 2\)"):
         problems.generate("files", 2, 0, path=str(tmp_path), kind="lp")
+
+
+@pytest.mark.parametrize("spec, stance", [("quadruped[stance='FL,FR,BL,BR',kind=qp]", "FL,FR,BL,BR"),
+                                          ('quadruped[kind=socp,stance="FL,BR"]', "FL,BR")])
+def test_a_quoted_value_may_hold_commas(spec, stance):
+    """A stance names several feet: quoted, its commas belong to the value."""
+    parsed = problems.FamilySpec.parse(spec)
+    assert parsed.params["stance"] == stance
+    assert set(problems.generate(parsed, 4, 0).meta["stance"]) == {stance}
+    with pytest.raises(ProblemError, match="two bare words"):
+        problems.FamilySpec.parse("quadruped[stance=FL,FR,BL,BR]")
