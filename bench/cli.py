@@ -767,6 +767,8 @@ def recommend_cmd(
     family: Optional[str] = typer.Option(None, "--family", help="only this family (name or label)"),
     kind: Optional[str] = typer.Option(None, "--kind", help="only this problem kind (lp1, lp, qp, socp, ...)"),
     device: Optional[str] = typer.Option(None, "--device", help="only this device (cpu, gpu)"),
+    truth: Optional[str] = typer.Option(None, "--truth", help="only the cases of this reference truth class "
+                                                              "(feasible, infeasible, supported, unsupported, ...)"),
     max_false_accept: float = typer.Option(1e-3, "--max-false-accept",
                                            help="upper bound the unsafe (false-accept) rate must show"),
     max_uncertain: float = typer.Option(1e-2, "--max-uncertain",
@@ -790,7 +792,7 @@ def recommend_cmd(
     except BenchError as exc:
         _fail(_cli_names(str(exc)))
     try:
-        rows = recommend.select(results.load(run_dirs), family, kind, device)
+        rows = recommend.select(results.load(run_dirs), family, kind, device, truth)
         result = recommend.assess(rows, thresholds)
     except BenchError as exc:
         _fail(_cli_names(str(exc)))
@@ -876,7 +878,7 @@ def _cli_names(message: str) -> str:
 
 
 def _print_recommendation(result) -> None:
-    from .results import budget_text, interval_text, rank_text, sci
+    from .results import agree_text, budget_text, interval_text, rank_text, sci
 
     t = result.thresholds
     pct = f"{100 * t.confidence:g} %"
@@ -908,6 +910,17 @@ def _print_recommendation(result) -> None:
                           str(r["scenes"]), r["status"], interval_text(r["us_per_case"], r["time_low_us"],
                                                                       r["time_high_us"]),
                           _text("; ".join(r["reasons"])))
+        console.print(table)
+    if len(result.by_truth):
+        table = Table(title="per reference truth class, where a configuration's cases mix them "
+                            "(recommend --truth CLASS judges one class alone)")
+        for col in ("configuration", "family", "kind", "truth", "cases", "correct", "unsafe", "wrong", "unproven"):
+            table.add_column(col, overflow="fold", justify="right" if col in ("cases", "correct", "unsafe", "wrong")
+                             else "left")
+        for _, r in result.by_truth.iterrows():
+            table.add_row(_text(str(r["config"])), _text(str(r["family"])), _text(str(r["kind"])),
+                          _text(str(r["truth"])), f"{r['cases']:,}", f"{r['correct']:,}", f"{r['unsafe']:,}",
+                          f"{r['wrong']:,}", agree_text(r["unproven"], r["unproven_agree"]))
         console.print(table)
     if result.rerun_n is not None:
         console.print(f"A rerun with --n {result.rerun_n:,} (scenes) decides the {result.rerun_decides} open configuration(s) a "

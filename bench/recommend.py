@@ -24,7 +24,7 @@ never decides anything here.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -89,6 +89,9 @@ class Recommendation:
     thresholds: Thresholds
     rerun_n: int | None
     undecidable: int = 0
+    #: per configuration and reference truth class, where a configuration's cases mix them
+    #: (``by_truth_class``); empty otherwise
+    by_truth: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def rerun_decides(self) -> int:
@@ -112,18 +115,21 @@ class Recommendation:
                 return bool(value)
             return value
         records = [{k: clean(v, k) for k, v in rec.items()} for rec in self.table.to_dict("records")]
+        truth = [{k: clean(v, k) for k, v in rec.items()} for rec in self.by_truth.to_dict("records")]
         return {"thresholds": asdict(self.thresholds), "rerun_n": self.rerun_n, "undecidable": self.undecidable,
+                "by_truth_class": truth,
                 "qualifying": [r for r in records if r["status"] == "qualifies"],
                 "open": [r for r in records if r["status"] == "open"],
                 "out": [r for r in records if r["status"] == "out"]}
 
 
 def select(rows: pd.DataFrame, family: str | None = None, kind: str | None = None,
-           device: str | None = None) -> pd.DataFrame:
-    """The rows of ``family`` (registry name or label), ``kind`` and ``device`` (None: all);
+           device: str | None = None, truth: str | None = None) -> pd.DataFrame:
+    """The rows of ``family`` (registry name or label), ``kind``, ``device`` and reference
+    ``truth`` class (``feasible``, ``infeasible``, ``supported``, ...; None: all);
     ``ProblemError`` naming the option and the values the runs hold when one matches nothing."""
     for option, value, columns in (("family", family, ("family", "family_label")), ("kind", kind, ("kind",)),
-                                   ("device", device, ("device",))):
+                                   ("device", device, ("device",)), ("truth", truth, ("truth",))):
         if value is None:
             continue
         mask = np.zeros(len(rows), dtype=bool)
@@ -242,7 +248,34 @@ def assess(rows: pd.DataFrame, thresholds: Thresholds = Thresholds()) -> Recomme
     is_open = out["status"] == "open"
     open_n = out.loc[is_open, "needed_n"].dropna()
     return Recommendation(out, thresholds, int(open_n.max()) if len(open_n) else None,
-                          int((is_open & ~out["decidable"]).sum()))
+                          int((is_open & ~out["decidable"]).sum()), by_truth_class(rows, out))
+
+
+def by_truth_class(rows: pd.DataFrame, table: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per configuration whose cases mix reference truth classes (a family of feasible and
+    infeasible wrenches), one row per class: ``truth``, ``cases``, ``correct``, ``unsafe``
+    (false accepts), ``wrong`` (false rejects, suboptimal), ``unproven`` (uncertain, failed)
+    and ``unproven_agree``; in ``table``'s order (``assess``) when given. Empty where no
+    configuration mixes them."""
+    if "truth" not in rows:
+        return pd.DataFrame()
+    known = rows[rows["truth"].notna() & (rows["truth"].astype(str) != "")]
+    known = known[known.groupby(KEYS, dropna=False)["truth"].transform("nunique") > 1]
+    if known.empty:
+        return pd.DataFrame()
+    counts = results.case_counts(known.assign(truth=known["truth"].astype(str)), KEYS + ["truth"])
+    total = lambda names: sum(counts[c] for c in names if c in counts) + 0 * counts["cases"]  # noqa: E731
+    out = pd.DataFrame({"config": counts["config"], "family": counts["family_label"], "kind": counts["kind"],
+                        "scenes": counts["n_scenes"], "truth": counts["truth"], "cases": counts["cases"],
+                        "correct": total(("correct",)), "unsafe": total(("false_accept",)),
+                        "wrong": total(("false_reject", "suboptimal")), "unproven": total(("uncertain", "failed")),
+                        "unproven_agree": counts["uncertain_agree"]})
+    if table is not None and len(table):
+        order = {key: i for i, key in enumerate(zip(table["config"], table["family"], table["kind"], table["scenes"]))}
+        out = out.assign(_o=[order.get(k, len(order)) for k in zip(out["config"], out["family"], out["kind"],
+                                                                    out["scenes"])])
+        out = out.sort_values(["_o", "truth"], kind="stable").drop(columns="_o")
+    return out.reset_index(drop=True)
 
 
 def _rank_qualifying(table: pd.DataFrame) -> pd.DataFrame:

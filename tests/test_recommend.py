@@ -339,3 +339,32 @@ def test_thresholds_are_checked():
         recommend.Thresholds(budget_us=float("inf"))
     with pytest.raises(ProblemError, match="confidence"):
         recommend.Thresholds(confidence=0)
+
+
+@pytest.mark.needs("quadprog")
+def test_recommend_splits_a_mixed_set_by_truth_class_and_judges_one_class_alone(tmp_path):
+    """A three-foot QP set of feasible and infeasible wrenches (half built feasible, half
+    stress draws, about half of which tip): quadprog is right on every feasible case and says 'infeasible' without a certificate on the infeasible ones, so
+    recommend shows its unproven answers all in the infeasible class (agreeing with the
+    reference), leaves it out on the whole set and qualifies it on the feasible cases alone."""
+    proc = cb("run", "-f", "quadruped[kind=qp,feasible=0.5,stance='FL,FR,BL']", "-s", "quadprog", "-s", "clarabel", "--n", "32",
+              "--repeats", "2", "--dtype", "float64", "--device", "cpu", "--out", tmp_path / "runs",
+              "--run-id", "mixed", "--no-decide", cwd=tmp_path, env={"CONTACTBENCH_CACHE": str(tmp_path / "cache")})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = tmp_path / "runs" / "mixed"
+    code, whole = recommend_json([run], *LOOSE, cwd=tmp_path)
+    split = pd.DataFrame(whole["by_truth_class"])
+    quadprog = split[split["config"].str.startswith("quadprog")].set_index("truth")
+    assert set(quadprog.index) == {"feasible", "infeasible"}
+    assert quadprog["cases"].sum() == 32 and quadprog.loc["feasible", "cases"] >= 16
+    assert quadprog.loc["feasible", "correct"] == quadprog.loc["feasible", "cases"]
+    infeasible = quadprog.loc["infeasible"]
+    assert infeasible["unproven"] == infeasible["cases"] == infeasible["unproven_agree"] > 0
+    assert "quadprog float64 cpu" in {r["config"] for r in whole["out"]}
+    code, feasible_only = recommend_json([run], *LOOSE, "--truth", "feasible", cwd=tmp_path)
+    assert code == 0 and "quadprog float64 cpu" in {r["config"] for r in feasible_only["qualifying"]}
+    assert feasible_only["by_truth_class"] == []
+    text = cb("recommend", run, *LOOSE, cwd=tmp_path, env={"COLUMNS": "200"}).stdout
+    assert "per reference truth class" in text and "infeasible" in text
+    bad = cb("recommend", run, "--truth", "maybe", cwd=tmp_path)
+    assert bad.returncode == 2 and "truth" in bad.stdout + bad.stderr
