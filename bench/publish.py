@@ -143,29 +143,45 @@ def performance_profile(times: pd.DataFrame, tau_max: float = PROFILE_TAU_MAX) -
     return out
 
 
-def disagreements(rows: pd.DataFrame, limit: int = MAX_DRILL_CASES) -> tuple[pd.DataFrame, list[str], int]:
-    """Cases where not every configuration is correct: the case's parameters (``meta_*``),
-    the reference answer and each configuration's outcome (verdict / status). Returns
-    ``(table, config columns, total disagreeing cases)``; near-boundary cases (smallest
-    ``|meta_signed_distance|``) come first when the family has them."""
-    configs = sorted(rows["config"].unique())
+def disagreements(rows: pd.DataFrame, limit: int = MAX_DRILL_CASES) -> tuple[pd.DataFrame, int]:
+    """Cases where not every configuration is correct, one row per case, narrow whatever the
+    number of configurations: ``kind``; ``case`` (its parameters, ``meta_*``, as
+    ``name=value`` text); ``reference`` (the reference's truth and verdict, exit or
+    objective); ``not correct`` (a list: ``config: outcome (status)`` for each configuration
+    not correct on it); ``correct`` (``k of m`` configurations). Returns ``(table, total
+    disagreeing cases)``; near-boundary cases (smallest ``|meta_signed_distance|``) first
+    when the family has them, the first ``limit`` kept."""
+    outcome = rows.pivot_table(index=CASE_KEY, columns="config", values="outcome", aggfunc="first")
     answer = rows["outcome"].astype(str)
     if "status" in rows:
         answer = answer + " (" + rows["status"].astype(str) + ")"
     wide = rows.assign(_answer=answer).pivot_table(index=CASE_KEY, columns="config", values="_answer",
                                                    aggfunc="first")
-    outcome = rows.pivot_table(index=CASE_KEY, columns="config", values="outcome", aggfunc="first")
     bad = (outcome != "correct") & outcome.notna()
     keys = outcome.index[bad.any(axis=1)]
     total = len(keys)
     meta_cols = [c for c in rows.columns if c.startswith("meta_") and rows[c].notna().any()]
     ref_cols = [c for c in ("truth", "ref_verdict", "ref_exit", "ref_objective") if c in rows]
-    first = rows.drop_duplicates(CASE_KEY).set_index(CASE_KEY)
-    table = first.loc[keys, meta_cols + ref_cols].join(wide.loc[keys, configs]).reset_index()
-    if "meta_signed_distance" in table:
-        table = table.assign(_d=table["meta_signed_distance"].abs()).sort_values("_d").drop(columns="_d")
-    table = table.head(limit).rename(columns=lambda c: c[5:] if c.startswith("meta_") else c)
-    return table.drop(columns=CASE_KEY), configs, total
+    first = rows.drop_duplicates(CASE_KEY).set_index(CASE_KEY).loc[keys]
+    if "meta_signed_distance" in first:
+        first = first.assign(_d=first["meta_signed_distance"].abs()).sort_values("_d", kind="stable")
+    first = first.head(limit)
+
+    def text(value) -> str:
+        if isinstance(value, (float, np.floating)):
+            return f"{value:.4g}"
+        return str(value)
+
+    records = []
+    for key, r in first.iterrows():
+        given = [(c[5:], r[c]) for c in meta_cols if pd.notna(r[c]) and c != "meta_case"]
+        reference = [text(r[c]) for c in ref_cols if pd.notna(r[c]) and str(r[c]) != ""]
+        wrong = [f"{config}: {wide.at[key, config]}" for config in outcome.columns if bad.at[key, config]]
+        answered = int(outcome.loc[key].notna().sum())
+        records.append({"kind": str(r["kind"]), "case": ", ".join(f"{k}={text(v)}" for k, v in given),
+                        "reference": " / ".join(dict.fromkeys(reference)), "not correct": wrong,
+                        "correct": f"{answered - len(wrong)} of {answered}"})
+    return pd.DataFrame(records, columns=["kind", "case", "reference", "not correct", "correct"]), total
 
 
 def _plot_json(fig) -> str:
@@ -600,7 +616,12 @@ def _write_family_page(out: Path, env, common: dict, family: str, frows: pd.Data
         curves = performance_profile(times)
         profiles.append({"kind": str(kind), "id": f"profile-{_slug(str(kind))}", "cases": len(times),
                          "traces": len(curves), "json": _plot_json(profile_figure(curves))})
-    drill, drill_configs, drill_total = disagreements(frows)
+    drill, drill_total = disagreements(frows)
+    by_truth = recommend.by_truth_class(frows) if {"config", "family_label"} <= set(frows) else pd.DataFrame()
+    if len(by_truth):
+        by_truth = by_truth.assign(unproven=[results.agree_text(u, a) for u, a in
+                                             zip(by_truth["unproven"], by_truth["unproven_agree"])])
+        by_truth = by_truth.drop(columns=["family", "unproven_agree"])
     columns = ["rank", "solver_label", "device", "dtype", "kind", "scenes", "n",
                *outcome_columns(list(frows["kind"].unique())), "correct_pct", "false_accept_bound",
                "e2e_us_per_case", "e2e_us_interval", "us_per_case",
@@ -627,8 +648,8 @@ def _write_family_page(out: Path, env, common: dict, family: str, frows: pd.Data
         **common, family=info, columns=group_columns, table=_records(table[columns]), groups=groups,
         scatters=[{"kind": str(kind), "id": f"scatter-{_slug(str(kind))}", "traces": int(part["solver_label"].nunique()),
                    "json": _plot_json(scatter_figure(part))} for kind, part in table.groupby("kind", sort=True)],
-        profiles=profiles, drill=_records(drill), drill_columns=list(drill.columns),
-        drill_configs=drill_configs, drill_total=drill_total, drill_limit=MAX_DRILL_CASES,
+        profiles=profiles, by_truth=by_truth.to_dict("records"), drill=drill.to_dict("records"), drill_total=drill_total, drill_limit=MAX_DRILL_CASES,
+        drill_near=bool("meta_signed_distance" in frows),
         scaling=_plot_json(scaling_figure(scaling)) if sizes > 1 else None,
         scaling_traces=int(scaling.groupby(["config", "kind"]).ngroups), scaling_sizes=sizes,
         crossover=_records(cross.assign(faster_from_scenes=[

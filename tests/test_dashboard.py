@@ -141,6 +141,11 @@ def _expected(rows: pd.DataFrame) -> dict[str, dict[str, int]]:
     }
     for counts in expected.values():
         counts["planar-box"] += 1
+    config = ["solver_label", "dtype", "device", "kind", "n_scenes"]
+    classes = rows[rows["truth"].notna()].groupby(["family_label", *config])["truth"].nunique()
+    expected["truth_rows"] = {fam: int(part[part > 1].sum()) for fam, part in classes.groupby(level=0)}
+    evil = classes.loc["planar-box"].xs("highs", level="solver_label")  # the hostile copy of a highs cell
+    expected["truth_rows"]["planar-box"] += int(evil.iloc[0]) if evil.iloc[0] > 1 else 0
     expected["kinds"] = {fam: sorted(grp["kind"].unique()) for fam, grp in rows.groupby("family_label")}
     return expected
 
@@ -182,8 +187,15 @@ def _check_family_page(page, family: str, expected: dict) -> None:
     # one performance profile per kind, one curve per configuration of that kind
     assert sorted(kind for kind, _ in profiles) == expected["kinds"][family], family
     assert sum(n for _, n in profiles) == expected["profiles"][family], family
-    # at 1,400 px every ranking and rates table fits the window (the disagreement table scrolls in its box)
-    widths = page.evaluate("() => [...document.querySelectorAll('table.family-table, #rates table, table#rates')]"
+    # where a configuration's cases mix truth classes, one row per configuration and class
+    truth_rows = page.evaluate("() => Math.max(0, document.querySelectorAll('table#truth-classes tr').length - 1)")
+    assert truth_rows == expected["truth_rows"].get(family, 0), family
+    # at 1,400 px every table fits the window, the disagreements included (one row per case, narrow),
+    # with every folded table unfolded
+    page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+    assert page.evaluate("() => document.querySelectorAll('table#drill tr').length") > 1
+    widths = page.evaluate("() => [...document.querySelectorAll('table.family-table, #rates table, table#rates, "
+                           "table#drill, table#truth-classes')]"
                            ".map(t => t.getBoundingClientRect().width)")
     assert widths and max(widths) <= 1400, widths
     # human headers, no raw column names; wide tables scroll inside their box, not the page
