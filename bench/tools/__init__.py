@@ -1,0 +1,1 @@
+"""Packaging tools: the wheelhouse for offline machines, the solver release checker."""
