@@ -34,10 +34,10 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m pytest -q -m benchmark tests/test_benchmarks.py --benchmark-enable \
 		--benchmark-json results/benchmarks.json
-	$(BIN)/python -m bench.native_speed
-	$(BIN)/python -m bench.overhead
-	$(BIN)/python -m bench.margins
-	$(BIN)/python -m bench.scale
+	$(BIN)/python -m bench.studies.native_speed
+	$(BIN)/python -m bench.studies.overhead
+	$(BIN)/python -m bench.studies.margins
+	$(BIN)/python -m bench.studies.scale
 
 ## gpu-check: on a node with one GPU, within 8 minutes: seed 002's device table, the
 ## harness overhead at 65,536 and a scaling run, under results/gpu-check (README:
@@ -48,14 +48,14 @@ $(GPU_STAMP): $(STAMP)
 	touch $(GPU_STAMP)
 
 gpu-check: $(GPU_STAMP)
-	$(BIN)/python -m bench.gpu_check --out results/gpu-check
+	$(BIN)/python -m bench.studies.gpu_check --out results/gpu-check
 
 ## wheelhouse: for a GPU node with no package index, the wheels it lacks under wheelhouse/
-## (python -m bench.wheelhouse; options in WHEELHOUSE, e.g.
+## (python -m bench.tools.wheelhouse; options in WHEELHOUSE, e.g.
 ## WHEELHOUSE="--python-version 3.12 --have node-freeze.txt"); wheelhouse/INSTALL.txt says
 ## how to install them there.
 wheelhouse: $(STAMP)
-	$(BIN)/python -m bench.wheelhouse $(WHEELHOUSE)
+	$(BIN)/python -m bench.tools.wheelhouse $(WHEELHOUSE)
 
 clean:
 	rm -rf $(VENV) results/runs results/latest results/site results/benchmarks.json .pytest_cache .asv wheelhouse

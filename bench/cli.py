@@ -24,9 +24,11 @@ import solvers
 from solvers import BenchError, ProblemError
 from solvers.timing import check_repeats
 
-from . import grid, report, rundir, runner, seed002
-from .env import has_gpu
-from .verify import DEFAULT_TOLERANCES
+from bench.engine import grid, rundir, runner
+from bench.reporting import report
+from bench.studies import seed002
+from bench.engine.env import has_gpu
+from bench.engine.verify import DEFAULT_TOLERANCES
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Benchmark LP/QP solvers on contact-stability (hold-test) problems.")
@@ -194,11 +196,11 @@ def run(
         if workers is not None and scheduler:
             _fail("--workers: not with --scheduler (the cluster's workers run the cells)")
         if workers is not None:
-            from .cluster import check_workers
+            from bench.engine.cluster import check_workers
 
             check_workers(workers)
         if scheduler:
-            from .cluster import check_scheduler_address
+            from bench.engine.cluster import check_scheduler_address
 
             check_scheduler_address(scheduler)
         if resume:
@@ -237,10 +239,10 @@ def _given(ctx: typer.Context) -> set[str]:
 
 
 def _grid_options(ctx: typer.Context, config: Optional[Path], values: dict) -> dict:
-    """The grid options this run was given, as a grid file holds them (``bench.gridfile``):
+    """The grid options this run was given, as a grid file holds them (``bench.engine.gridfile``):
     those of the command line, then those of ``config`` the command line left out; an option
     left to its default is absent."""
-    from . import gridfile
+    from bench.engine import gridfile
 
     given = _given(ctx)
     chosen = {k: v for k, v in values.items() if k in given and v not in (None, [])}
@@ -251,7 +253,7 @@ def _grid_options(ctx: typer.Context, config: Optional[Path], values: dict) -> d
     return gridfile.check(chosen, "run")
 
 def _plan(values: dict, chosen: dict) -> tuple[list, list, Optional[float]]:
-    """``bench.grid.plan`` of the run options ``values`` with the grid options ``chosen`` over
+    """``bench.engine.grid.plan`` of the run options ``values`` with the grid options ``chosen`` over
     them: ``(cells, skipped, the preset's timeout)``. Every grid argument is checked there,
     once."""
     merged = {**values, **chosen}
@@ -265,7 +267,7 @@ def _resumed_grid(ctx: typer.Context, out: Path, run_id: Optional[str], cells: l
     ``run.json`` recorded. Grid options given on the command line or by ``--config`` must
     name that same grid (``ProblemError`` naming them otherwise); ``--timeout`` may change,
     else the recorded one."""
-    from . import gridfile
+    from bench.engine import gridfile
 
     run_dir = rundir.resume_dir(out, run_id)
     manifest = rundir.read_manifest(run_dir)
@@ -302,18 +304,18 @@ def _resumed_grid(ctx: typer.Context, out: Path, run_id: Optional[str], cells: l
 
 def _start_dask(stack: contextlib.ExitStack, scheduler: Optional[str], workers: Optional[int], cells: list):
     """Start connecting to Dask and return ``client()``, which waits for the client
-    (``bench.cluster.connect``; an embedded cluster's workers get the GPUs seen here when
+    (``bench.engine.cluster.connect``; an embedded cluster's workers get the GPUs seen here when
     ``cells`` need one), prints the engine line, and exits 2 naming the option when it cannot
     be had. The connection is made in a thread: an embedded cluster's 1-2 s (spawning the
     workers, their imports) overlap the problem sets' generation here, while a
     ``--scheduler`` is waited for at once (an unreachable one creates nothing). Either
     way the workers' cell processes start as soon as the workers are up
-    (``bench.cluster.warm_pools``: one per dtype of ``cells``). The client and an embedded
+    (``bench.engine.cluster.warm_pools``: one per dtype of ``cells``). The client and an embedded
     cluster close when ``stack`` closes, the cluster waited for first when it is still
     starting (an error elsewhere, Ctrl-C)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from . import cluster
+    from bench.engine import cluster
 
     dtypes = sorted({c.dtype for c in cells})
 
@@ -357,7 +359,7 @@ def _start_dask(stack: contextlib.ExitStack, scheduler: Optional[str], workers: 
 
 
 def check_run_id(run_id: Optional[str]) -> None:
-    """Exit 2 unless ``run_id`` is None or a valid run id (``bench.rundir.check_run_id``)."""
+    """Exit 2 unless ``run_id`` is None or a valid run id (``bench.engine.rundir.check_run_id``)."""
     try:
         rundir.check_run_id(run_id)
     except BenchError as exc:
@@ -425,7 +427,7 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
              decide_budget: Optional[float] = None) -> Path:
     """Run ``cells`` into a run directory under ``out`` on Dask (the cluster at ``scheduler``,
     else an embedded one of ``workers`` processes) with progress output; print the summary."""
-    from . import problemsets
+    from bench.engine import problemsets
 
     with contextlib.ExitStack() as stack:
         # first: an unreachable --scheduler creates nothing; an embedded cluster starts meanwhile
@@ -467,9 +469,9 @@ def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped
 
 def _decide(cells: list, results: list, run_dir: Path, timeout: float, resume: bool, client, exclusive: bool,
             budget: Optional[float], manifest: dict) -> list:
-    """The deciding pass (``bench.decide``) over the screening cells' rows, its cells run like
+    """The deciding pass (``bench.engine.decide``) over the screening cells' rows, its cells run like
     the others; the decisions recorded in run.json (``decide``). None without a budget."""
-    from . import decide
+    from bench.engine import decide
 
     done = [r for r in results if r.state in ("done", "skipped")]
     if budget is None or not done:
@@ -494,10 +496,10 @@ def _decide(cells: list, results: list, run_dir: Path, timeout: float, resume: b
 def _start_run(ctx: typer.Context, client, embedded: bool, cells: list, skipped: list, run_dir: Path, out: Path,
                resume: bool, timeout: float, exclusive: bool, stage: Path, grid_options: dict) -> dict:
     """Move the problem sets from ``stage`` into the run, write its ``run.json`` and
-    ``grid.toml`` (``bench.gridfile``) and point ``latest`` at it; returns the manifest. A
+    ``grid.toml`` (``bench.engine.gridfile``) and point ``latest`` at it; returns the manifest. A
     resumed run keeps the command line and start time it recorded first, and lists each
     resumption under ``resumed``."""
-    from . import gridfile
+    from bench.engine import gridfile
 
     command = _command_line(ctx)
     now = datetime.now(timezone.utc).isoformat()
@@ -640,7 +642,7 @@ def ablate(
     run_dir = _execute(ctx, cells, [], out, run_id, False, timeout)
     rows = report.load_runs([run_dir])
     if table == "gpu":  # LP with margins, as check_batch computes it, on the LP-1 cells' scenes
-        from .margins import device_margins
+        from bench.studies.margins import device_margins
 
         margins = device_margins(seed, repeats, scale, devices, timeout)
         margins.to_csv(run_dir / "margins.csv", index=False)
@@ -739,7 +741,7 @@ def publish_cmd(
 
     Example: contactbench publish results/runs/latest --single-file results/report.html
     """
-    from . import publish
+    from bench.reporting import publish
 
     _check_confidence(confidence)
     if single_file is not None and "out" in _given(ctx):
@@ -785,7 +787,7 @@ def recommend_cmd(
     """
     import json
 
-    from . import recommend, results
+    from bench.analysis import recommend, results
 
     try:
         thresholds = recommend.Thresholds(max_false_accept, max_uncertain, max_wrong, budget_us, confidence)
@@ -824,7 +826,7 @@ def compare_cmd(
     """
     import json
 
-    from . import compare
+    from bench.analysis import compare
 
     try:
         result = compare.compare([base], [new], threshold, confidence, family, kind)
@@ -859,8 +861,8 @@ def compare_cmd(
 
 
 def _check_confidence(confidence: float) -> None:
-    """Exit 2 naming ``--confidence`` unless it is in (0, 1) (``bench.stats.check_confidence``)."""
-    from .stats import check_confidence
+    """Exit 2 naming ``--confidence`` unless it is in (0, 1) (``bench.analysis.stats.check_confidence``)."""
+    from bench.analysis.stats import check_confidence
 
     try:
         check_confidence(confidence)
@@ -878,7 +880,7 @@ def _cli_names(message: str) -> str:
 
 
 def _print_recommendation(result) -> None:
-    from .results import agree_text, budget_text, interval_text, rank_text, sci
+    from bench.analysis.results import agree_text, budget_text, interval_text, rank_text, sci
 
     t = result.thresholds
     pct = f"{100 * t.confidence:g} %"
@@ -946,7 +948,7 @@ def check_adapter(
 
     Example: contactbench check-adapter osqp --dtype float64
     """
-    from . import conformance
+    from bench import conformance
 
     registry = solvers.adapters()
     if name not in registry:
@@ -1008,7 +1010,7 @@ def cluster_slurm(
     """
     import shutil
 
-    from . import cluster
+    from bench.engine import cluster
 
     if not script_only and shutil.which("sbatch") is None:
         _fail("sbatch: not found on PATH (SLURM's client is not installed here); run this on a SLURM login node, "

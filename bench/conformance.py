@@ -148,7 +148,7 @@ CASES: list[Case] = [
     Case("socp_outside_cone", "one foot, the wrench demands a force outside its cone", [0, 0, 0],
          np.eye(3), [1, 1, 0], *_none(3), P=2 * np.eye(3), lb=[-np.inf] * 3, cones=[[1, 0, 2]],
          cone_mu=[0.5], expect="infeasible", structure="force-socp"),
-    # Textbook edge LPs (issue 12): each once broke an adapter's status or raised.
+    # Textbook edge LPs: each once broke an adapter's status or raised.
     Case("lp_unbounded_zero_column", "min -x0 - x1 s.t. x2 <= 2: x0, x1 appear in no row",
          [-1, -1, 0], *_none(3), [[0, 0, 1]], [2], expect="unbounded"),
     Case("lp_no_rows", "min x0 + x1 with no constraint rows (x >= 0 only)", [1, 1], *_none(2), *_none(2),
@@ -356,7 +356,7 @@ def conformance_adapter(name: str, dtype: str, cache: dict | None = None) -> sol
     """The adapter as the suite runs it: its defaults plus the table's ``settings``.
 
     ``cache`` (owned by the caller) keeps one instance per (name, dtype), so a JAX
-    adapter compiles each shape once per session rather than once per check.
+    adapter compiles each shape once per suite run rather than once per check.
     """
     if cache is None:
         return solvers.get(name, dtype=dtype, **declaration(name).settings)
@@ -471,11 +471,11 @@ def _process_cache() -> dict:
 
 
 def check_job(name: str, dtype: str, check_id: str, out: str, log: str, *, parent_pid: int) -> None:
-    """A worker job (``bench.execute``): ``run_check`` with the adapter's output in the file
+    """A worker job (``bench.engine.execute``): ``run_check`` with the adapter's output in the file
     ``log``, its ``(result, reason)`` written to ``out`` as JSON."""
     import json
 
-    from .execute import exit_if_orphaned, output_to
+    from bench.engine.execute import exit_if_orphaned, output_to
 
     output_to(log, append=True)
     result = run_check(name, dtype, check_id, _process_cache())
@@ -486,7 +486,7 @@ def check_job(name: str, dtype: str, check_id: str, out: str, log: str, *, paren
 def run_adapter_supervised(name: str, dtypes: list[str] | None = None, timeout: float = 120.0,
                            on_check: Callable[[str, str], None] | None = None,
                            checks: list[str] | None = None) -> pd.DataFrame:
-    """``run_adapter`` with every check in a supervised worker process (``bench.execute``): an
+    """``run_adapter`` with every check in a supervised worker process (``bench.engine.execute``): an
     adapter that ends its process (``sys.exit``, a crash) or does not return within
     ``timeout`` seconds fails that check, with the reason and its output's last lines, and
     the other checks still run. ``on_check(dtype, check)`` is called as each one starts;
@@ -495,7 +495,7 @@ def run_adapter_supervised(name: str, dtypes: list[str] | None = None, timeout: 
     import json
     import tempfile
 
-    from .execute import LocalPool, log_tail
+    from bench.engine.execute import LocalPool, log_tail
 
     cls = solvers.adapters()[name]
     unknown = sorted(set(checks or []) - set(check_ids()))

@@ -15,7 +15,7 @@ from solvers import Adapter, ProblemError, check_standard_form, from_spec
 from solvers._jax import padded_index
 from solvers.timing import PreparedSolve
 
-from .verify import DEFAULT_TOLERANCES, Tolerances, verify_exit, verify_lp1
+from bench.engine.verify import DEFAULT_TOLERANCES, Tolerances, verify_exit, verify_lp1
 
 AXES_BY_DIM = {3: ("f_x", "f_z", "tau_y"), 6: ("f_x", "f_y", "f_z", "tau_x", "tau_y", "tau_z")}
 
@@ -29,7 +29,7 @@ def default_axes(d: int) -> tuple[str, ...]:
 class HoldCheck:
     """Result of ``check``.
 
-    verdict : 'supported', 'unsupported', 'uncertain' or 'failed' (verified, see ``bench.verify``).
+    verdict : 'supported', 'unsupported', 'uncertain' or 'failed' (verified, see ``bench.engine.verify``).
     delta : LP-1 optimum from the solver: l1 distance from need to the cone (0 = supported).
     witness : (k,) edge weights lam >= 0 with W lam = need, when supported; else None.
     certificate : (d,) dual y with W^T y <= 0 and need @ y > 0, when unsupported; else None.
@@ -133,7 +133,7 @@ def check_batch(scenes: "SceneBatch | list[HoldScene]", solver: str | Adapter = 
     """The hold test of seed 002 for a batch of same-shape scenes, as one problem: LP-1 for
     every scene, then the 2d exit LPs (``margin``) of the scenes whose LP-1 verified
     supported only (an unsupported scene's margin is ``-delta``). Both batches are solved
-    batched and verified with array operations (``bench.verify``).
+    batched and verified with array operations (``bench.engine.verify``).
 
     An adapter with ``prepare_exits_from`` (``linrax-hold`` with ``warm_exits``) starts each
     exit from its scene's final LP-1 basis, with the witness and ``t = 0``: no phase 1.

@@ -77,7 +77,7 @@ class ProblemBatch:
         """(B,) str: a 128-bit fingerprint (32 hex digits) of each case's content: its kind,
         its arrays' shapes and exact float64 bits, payload and shared cones included. Equal
         cases, equal fingerprints, whatever family parameter or seed made them: results name
-        a case by it (``bench.intervals``), so that a case answered in several merged runs
+        a case by it (``bench.analysis.intervals``), so that a case answered in several merged runs
         counts once. Computed with array operations only: each 64-bit word is mixed with
         its position (the splitmix64 finaliser: every input bit reaches every output bit),
         then two independent multiply-add lanes over the mixed words and the finaliser
@@ -188,7 +188,7 @@ def frozen_batch(batch: ProblemBatch, *, owners: bool = True) -> ProblemBatch:
 
 
 #: bytes of words per block of cases in ``ProblemBatch.case_hashes``: a block stays in a core's
-#: cache through the mixing passes and the two sums (on this project's 2-core VM, against the
+#: cache through the mixing passes and the two sums (on a 2-core CPU, against the
 #: whole batch at once: planar-box LP-1, 65,536 cases 30.7 -> 16.0 ms; cube-3d, 4,096 cases
 #: 38.0 -> 17.5 ms; the same fingerprints)
 HASH_BLOCK_BYTES = 1 << 20

@@ -10,7 +10,7 @@ this order, in
    families register through this group too (see ``pyproject.toml``);
 2. modules named in the environment variable ``CONTACTBENCH_FAMILY_PLUGINS``
    (comma-separated importable names), for local families without packaging;
-3. ``register_family`` calls (tests, notebooks).
+3. ``register_family`` calls (tests, Jupyter).
 
 A family whose source fails to import is reported by ``broken_families()``, never a crash.
 """

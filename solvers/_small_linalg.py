@@ -5,7 +5,7 @@ basis of a hold LP is tiny (``m`` = 3 to 13 rows), and XLA:CPU runs a batched ``
 ``solve`` or matrix product of such matrices one matrix at a time through its library
 kernels: measured on an idle 2-core CPU, 1,024 products ``(4, 4) @ (4, 7)`` took 0.50 ms
 as a ``dot`` and 0.15 ms as a multiply and a sum, and an ``inv`` 0.31 ms against 0.09 ms
-by the elimination below (docs/history/gpu-scale-sessions.md, sixth session). Written
+by the elimination below. Written
 elementwise, the batch axis is the vector axis of one fused loop instead. Elementwise
 products are float32 products summed in float32 on every device, whatever the matmul precision; the large products ``matmul`` leaves to ``@``
 run at the precision the adapter traces with (``highest``).
@@ -27,8 +27,7 @@ ELEMENTWISE_MAX = 128
 #: by ``jnp.sum``: XLA:CPU hands such small sums to YNNPACK reduce fusions, which took about
 #: a third of a planar exit batch (1,024 products ``(4, 4) @ (4, 9)``: 138 us as a sum, 32
 #: unrolled). A planar basis has 3 to 5 rows. A 3D basis (7 rows and more) keeps ``jnp.sum``:
-#: unrolled there it was no faster, and its float32 rounding cost 3 of 4,584 3D random exits
-#: (docs/history/gpu-scale-sessions.md, eleventh session).
+#: unrolled there it was no faster, and its float32 rounding cost 3 of 4,584 3D random exits.
 UNROLL_MAX_TERMS = 5
 
 

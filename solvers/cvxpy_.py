@@ -41,7 +41,7 @@ class CvxpyAdapter(Adapter):
     CONFORMANCE = Conformance(
         atol={"float64": 1e-06},
     )
-    #: why ``bench.native_speed`` does not compare this adapter with a bare loop
+    #: why ``bench.studies.native_speed`` does not compare this adapter with a bare loop
     NATIVE_SPEED_NOTE = ("CVXPY is a modelling layer over Clarabel (measured against its bare loop): its canonicalisation per problem is the cost this adapter is in the grid to show, so it has no bare loop of its own")
     CAPABILITIES = Capabilities(lp=True, qp=True, socp=True, batched=False, devices=("cpu",), dtypes=("float64",))
     REQUIRES = ("cvxpy",)

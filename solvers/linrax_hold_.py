@@ -52,7 +52,7 @@ Measures (seed 002 §6), each a boolean setting unless stated:
   its small-witness phase starts from that tableau instead of a second factorisation; the
   optimality tolerance is ``pivot_tol``. Measured on seed 002's sets, this is no less often
   right than with the rounds (3D random: 4,508 of 4,584 exits against 4,496) and about a
-  third less work (``bench.margins``'s ``with_margins_rounds``). Other LPs keep the rounds.
+  third less work (``bench.studies.margins``'s ``with_margins_rounds``). Other LPs keep the rounds.
   A scene's lean exits also share one factorisation of its start: the exit LP without its
   ``t`` column is factored once per scene (``one_exit_scene``) and each exit puts its own
   ``t`` column into that tableau (``one_lean_exit``), instead of each spreading, building
@@ -123,17 +123,15 @@ SEED_EXIT_CAP = 10.0
 #: loops is elementwise on small arrays, so per piece XLA:CPU's cost per operation weighs:
 #: in pieces of 4,096 instead of ``chunk``'s 1,024, seed 002's planar exits took 0.79-0.80x
 #: the time and its 3D exits 0.93-1.01x, with the same bits (LP-1 in pieces of 4,096 took
-#: 1.06x on planar-box, 1.6x on cube-3d: ``chunk`` stays 1,024;
-#: docs/history/gpu-scale-sessions.md, nineteenth session).
+#: 1.06x on planar-box, 1.6x on cube-3d: ``chunk`` stays 1,024).
 EXIT_CHUNK = 4096
 #: on a CPU, a piece holds at most this many KiB of tableaux (``piece_kib``): the L2 cache of
-#: a core of this project's VM. A vmapped pivot loop runs until the slowest LP of its piece
+#: a core of a typical x86 server (512 KiB to 2 MiB). A vmapped pivot loop runs until the slowest LP of its piece
 #: is done, and a 3D tableau (8 x 150 float32, 4.6 KiB) is ten times a planar one: under a
 #: cell's settings (one XLA thread), cube-3d LP-1 at 4,096 scenes took 169 ms in pieces of 64
 #: against 288 in pieces of 1,024, and seed 002's 3D exits 23-26 ms per 256 scenes in pieces
 #: of 64-128 against 30-31 in pieces of 4,096; planar LP-1 keeps its pieces of 1,024 and
-#: planar exits in pieces of 1,280 took 0.91-1.02x the time of 4,096
-#: (docs/history/gpu-scale-sessions.md, twentieth session).
+#: planar exits in pieces of 1,280 took 0.91-1.02x the time of 4,096.
 PIECE_KIB = 512
 OLD_EXIT_CAP = 1000.0
 
@@ -353,7 +351,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
                                              "dantzig": False}}
     #: the measures ``contactbench ablate`` switches off one at a time, with their "off" values.
     #: (``lean_exits`` acts in ``bench.hold.check_batch`` only, never in an ablation cell: its
-    #: switch is measured side by side by ``python -m bench.margins``, ``with_margins_rounds``.)
+    #: switch is measured side by side by ``python -m bench.studies.margins``, ``with_margins_rounds``.)
     MEASURES = {"cap": False, "bland": False, "artificial_ge": False, "spread": False, "recompute": False,
                 "pivot_tol": 1e-6, "exit_cap": False, "reinvert": False, "small_witness": False,
                 "warm_exits": False, "dantzig": False}

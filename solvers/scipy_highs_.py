@@ -24,7 +24,7 @@ class ScipyHighsAdapter(Adapter):
     CONFORMANCE = Conformance(
         atol={"float64": 1e-07},
     )
-    #: why ``bench.native_speed`` does not compare this adapter with a bare loop
+    #: why ``bench.studies.native_speed`` does not compare this adapter with a bare loop
     NATIVE_SPEED_NOTE = ("scipy.optimize.linprog is a layer over HiGHS (measured against its bare loop): its per-call checks and conversions are the cost this adapter is in the grid to show, so it has no bare loop of its own")
     CAPABILITIES = Capabilities(lp=True, batched=False, devices=("cpu",), dtypes=("float64",))
     REQUIRES = ("scipy.optimize",)

@@ -89,7 +89,7 @@ REPEATS_MAX = 100_000
 
 def check_repeats(repeats: int) -> int:
     """``repeats`` (timed repeats of a cell) when an integer from 1 to ``REPEATS_MAX``, else
-    ``ProblemError``: the one check, read by ``timed_solve`` and by the grid (``bench.grid``)."""
+    ``ProblemError``: the one check, read by ``timed_solve`` and by the grid (``bench.engine.grid``)."""
     if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= REPEATS_MAX:
         raise ProblemError(f"repeats: expected an integer from 1 to {REPEATS_MAX:,}, got {repeats!r}")
     return repeats

@@ -19,15 +19,15 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(1 << 30))  # bytes
 
 import solvers  # noqa: E402  (after the cache setting: it may import JAX)
-from bench.execute import worker_thread_env, worker_xla_flags  # noqa: E402
+from bench.engine.execute import worker_thread_env, worker_xla_flags  # noqa: E402
 
-# Tests solve in-process with the XLA flag cells run with (bench.execute.WORKER_XLA_FLAG):
+# Tests solve in-process with the XLA flag cells run with (bench.engine.execute.WORKER_XLA_FLAG):
 # with XLA's multi-threaded Eigen pool a float32 product's summation order follows the
 # threads' timing, so a busy machine changed a conformance result (mpax float32's
 # certificate on lp_inconsistent_eq passed or missed by 8.7e-3 with the load). Set before
 # any test imports JAX.
 os.environ["XLA_FLAGS"] = worker_xla_flags(os.environ.get("XLA_FLAGS"))
-# and with XLA:CPU's one-thread pool of a worker (bench.execute.WORKER_THREAD_ENV: jaxlib 0.10's
+# and with XLA:CPU's one-thread pool of a worker (bench.engine.execute.WORKER_THREAD_ENV: jaxlib 0.10's
 # batched LAPACK kernels deadlock a pool they fill)
 os.environ.update(worker_thread_env())
 

@@ -1,7 +1,7 @@
 """Issue 22, the batched path in arrays: statuses and native statuses as integer codes
 (``Status`` codes, ``CodedText``) from the adapter to the row writer, no per-case Python on
 a batched adapter's path, the checks that replaced per-case loops (magnitudes, warm-start
-groups, the equality-consistency test of QP references), and ``bench.overhead`` in worker
+groups, the equality-consistency test of QP references), and ``bench.studies.overhead`` in worker
 processes. Each test compares the vectorised code with a plain per-case computation or
 breaks the per-case routes on purpose, so it fails if the batched path falls back to them.
 """
@@ -237,9 +237,9 @@ def test_a_batched_adapter_builds_no_per_case_object_from_validate_to_the_rows(m
     """linrax (a JAX batched adapter): validate, prepare, run, finish, verification and the
     row columns of a cell, with every per-case route made to fail."""
     _jax_ready("linrax")
-    from bench import verify
-    from bench.cell import jax_matmul_precision  # noqa: F401  (the cell module imports cleanly)
-    from bench.reference import reference
+    from bench.engine import verify
+    from bench.engine.cell import jax_matmul_precision  # noqa: F401  (the cell module imports cleanly)
+    from bench.engine.reference import reference
 
     batch = problems.generate("planar-box", 64, 0)
     ref = reference(batch)  # (the reference is a loop solver: computed before the traps)
@@ -263,8 +263,8 @@ def test_a_batched_adapter_builds_no_per_case_object_from_validate_to_the_rows(m
 
 def test_cell_rows_write_the_status_words_of_the_codes(tmp_path):
     _jax_ready("linrax")
-    from bench import runner
-    from bench.grid import Cell
+    from bench.engine import runner
+    from bench.engine.grid import Cell
 
     cells = [Cell.of("planar-box", 16, 0, "linrax", "float32", "cpu", 1)]
     (result,) = runner.run_cells(cells, tmp_path / "run", "codes", timeout=300)
@@ -742,9 +742,9 @@ def test_equality_consistency_of_a_batch_equals_each_case_least_squares(seed, m,
     assert list(equalities_consistent(batch)) == expected
 
 
-# ---------------------------------------------------------------- bench.overhead
+# ---------------------------------------------------------------- bench.studies.overhead
 def test_overhead_refuses_bad_arguments_naming_them(capsys):
-    from bench import overhead
+    from bench.studies import overhead
 
     for argv, words in ((["--sizes", "0"], "--sizes: expected"), (["--sizes", "a,b"], "--sizes: expected"),
                         (["--rounds", "0"], "--rounds: expected"), (["--timeout", "-1"], "--timeout: expected")):
@@ -798,7 +798,7 @@ def test_lean_exits_wait_once_for_their_scenes_and_exits(monkeypatch):
     import jax
 
     from bench.hold import default_axes, prepare_exits, prepare_lp1
-    from bench.verify import verify_lp1
+    from bench.engine.verify import verify_lp1
     from problems.hold import SceneBatch
 
     batch = problems.generate("planar-box", 40, seed=5, disk=True)

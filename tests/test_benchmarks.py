@@ -15,7 +15,7 @@ import pytest
 import problems
 import solvers
 from bench.asv_benchmarks import perf
-from bench.verify import verify_lp1, verify_qp
+from bench.engine.verify import verify_lp1, verify_qp
 from solvers import Status
 
 pytestmark = pytest.mark.benchmark
@@ -104,7 +104,7 @@ def test_verify_qp(benchmark):
 @pytest.mark.needs("quadprog", "daqp", "humanoid")
 def test_the_native_speed_benchmark_measures_each_adapter_against_its_bare_loop(capsys):
     """Runs both sides (no wall-time assertion: speed is measured in `make bench`)."""
-    from bench import native_speed
+    from bench.studies import native_speed
 
     assert native_speed.main(["--rounds", "1", "--scale", "0.05", "--solver", "quadprog", "--solver", "daqp"]) == 0
     lines = [line.split() for line in capsys.readouterr().out.splitlines()[1:] if not line.startswith("above")]
@@ -118,7 +118,7 @@ def test_the_native_speed_benchmark_measures_each_adapter_against_its_bare_loop(
 def test_the_bare_loops_give_the_adapters_answers():
     """The bare loop is the same solver on the same arrays: same x on every solved case."""
     import problems
-    from bench import native_speed
+    from bench.studies import native_speed
     from solvers import check_standard_form
 
     batch = problems.generate(problems.FamilySpec.parse("quadruped[kind=qp]"), 12, 0)
@@ -136,7 +136,7 @@ def test_the_bare_loops_give_the_adapters_answers():
 
 
 def test_every_loop_adapter_is_compared_with_its_bare_loop_or_says_why_not():
-    from bench import native_speed
+    from bench.studies import native_speed
 
     loops = {name for name, cls in solvers.adapters().items()
              if not cls.CAPABILITIES.batched and not name.startswith("fake-")}

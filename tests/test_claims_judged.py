@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench import runner
-from bench.grid import Cell
+from bench.engine import runner
+from bench.engine.grid import Cell
 from problems import generate
 from problems.kinds.checks import DEFAULT_TOLERANCES as TOL
 from problems.kinds.qp import dual_bound, qp_outcomes, qp_reference_rows, verify_qp

@@ -70,8 +70,8 @@ def test_profile_spec_is_shown_verbatim(tmp_path):
 
 
 def test_default_grid_crosses_every_available_adapter_with_every_family():
-    from bench import grid
-    from bench.grid import PRESETS, preset_family_specs
+    from bench.engine import grid
+    from bench.engine.grid import PRESETS, preset_family_specs
 
     import solvers
 
@@ -133,8 +133,8 @@ def test_every_command_help_shows_its_examples_intact():
 
 @pytest.mark.needs("highs", "linrax")
 def test_the_scaling_preset_stops_loop_adapters_at_4096_scenes():
-    from bench import grid
-    from bench.grid import PRESETS, limit_loop_sizes
+    from bench.engine import grid
+    from bench.engine.grid import PRESETS, limit_loop_sizes
 
     conf = PRESETS["scaling"]
     assert conf["n"][0] == 256 and conf["n"][-1] == 65536 and conf["loop_max_n"] == 4096
@@ -176,7 +176,7 @@ def test_values_that_would_misbehave_later_exit_2_naming_them(tmp_path, args, wo
 
 
 def test_a_solver_family_or_size_given_twice_runs_once():
-    from bench import grid
+    from bench.engine import grid
 
     cells, _ = grid.expand(["planar-box", "planar-box"], ["highs", "highs"], ["float64"], ["cpu"], [4, 4], 0, 1)
     assert len(cells) == 1

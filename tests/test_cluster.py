@@ -1,7 +1,7 @@
 """Cells on Dask distributed (issue 14): real processes on loopback, no mocks of Dask.
 
 A scheduler and ``dask worker`` processes are started as separate OS processes on
-127.0.0.1; the client is this test process (``bench.cluster``) or the CLI.
+127.0.0.1; the client is this test process (``bench.engine.cluster``) or the CLI.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bench import cluster, dask_worker, grid, report, runner
+from bench.engine import cluster, dask_worker, grid, runner
+from bench.reporting import report
 from bench.cli import app
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -75,12 +76,12 @@ def loopback(tmp_path, fake_plugins):
 def test_the_default_engine_gives_the_outcomes_of_the_cell_computed_in_process(tmp_path):
     """The default preset's families on two adapters: the embedded LocalCluster (the default,
     one worker) and one of two workers give the outcome counts of each cell computed in this
-    process with no engine at all (``bench.cell.solve_cell``, what ran before Dask)."""
+    process with no engine at all (``bench.engine.cell.solve_cell``, what ran before Dask)."""
     import pandas as pd
 
-    from bench.cell import solve_cell
-    from bench.grid import preset_family_specs
-    from bench.env import host_environment
+    from bench.engine.cell import solve_cell
+    from bench.engine.grid import preset_family_specs
+    from bench.engine.env import host_environment
 
     cells, skipped = grid.expand(preset_family_specs("default"), ["highs", "clarabel"], ["float64"], ["cpu"],
                                  [N], 0, 1)
@@ -248,7 +249,7 @@ def test_the_slurm_job_script_has_the_worker_command_resources_and_environment()
     assert "--resources GPU=1" in script and script.split("--nthreads")[-1].split()[0] == "1"
     assert 'export DASK_DISTRIBUTED__WORKER__DAEMON="False"' in script
     assert 'export DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES="1"' in script
-    assert '''export DASK_DISTRIBUTED__WORKER__PRELOAD="['bench.dask_worker']"''' in script
+    assert '''export DASK_DISTRIBUTED__WORKER__PRELOAD="['bench.engine.dask_worker']"''' in script
     assert sys.executable in script  # the nodes' python defaults to this one
 
 
@@ -316,7 +317,7 @@ def test_embedded_workers_that_cannot_start_are_an_error_naming_workers_not_a_wa
     """A worker whose start fails (here: a preload module that does not exist) leaves the
     embedded cluster short of workers: ``connect`` gives up after ``STARTUP_SECONDS`` with an
     error naming ``--workers`` and how many started, instead of waiting for them for ever."""
-    from bench import execute
+    from bench.engine import execute
     from solvers.errors import BenchError
 
     real = cluster.gpu_worker_specs
@@ -392,7 +393,7 @@ def test_the_run_records_its_engine_and_whether_timings_shared_a_host(tmp_path):
 
 
 def test_the_engine_overhead_measurement_runs_both_paths(capsys):
-    from bench import measure_engine
+    from bench.studies import measure_engine
 
     measure_engine.main(["--cells", "3", "--reps", "1"])
     line = capsys.readouterr().out.strip()
@@ -423,8 +424,8 @@ def test_a_large_reference_is_computed_in_chunks_on_every_worker_and_cached_per_
     import numpy as np
     from distributed import Future, get_task_stream
 
-    from bench import reference
-    from bench.cell import batch_for
+    from bench.engine import reference
+    from bench.engine.cell import batch_for
 
     monkeypatch.setattr(reference, "CHUNK_CASES", 8)
     cells, _ = grid.expand(["planar-box"], ["highs"], ["float64"], ["cpu"], [40], 0, 1)
@@ -464,7 +465,7 @@ async def main(with_filter):
             return answer(*args, **kwargs)
         async with Worker(scheduler.address, nthreads=1) as worker:
             if with_filter:
-                from bench.dask_worker import dask_setup
+                from bench.engine.dask_worker import dask_setup
                 dask_setup(worker)
             scheduler.handlers["heartbeat_worker"] = slow_answer
             waiting = asyncio.ensure_future(worker.heartbeat())
@@ -481,7 +482,7 @@ asyncio.run(main(sys.argv[1] == "filtered"))
 def test_a_heartbeat_cut_short_by_its_worker_closing_prints_no_traceback(tmp_path, mode):
     """CI saw a run that had exited 2 with its own message end with Dask's traceback: a
     worker's heartbeat still waited for the scheduler when that worker closed. Reproduced with
-    a real scheduler and worker: without ``bench.dask_worker.dask_setup`` the traceback is printed
+    a real scheduler and worker: without ``bench.engine.dask_worker.dask_setup`` the traceback is printed
     (the race is real), with it the run's output ends cleanly."""
     script = tmp_path / "race.py"
     script.write_text(_HEARTBEAT_RACE)

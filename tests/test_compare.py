@@ -97,7 +97,7 @@ def test_configurations_of_one_run_are_listed_apart_and_bad_input_exits_2(runs, 
     # a copy of b on another machine, without its fake-degraded cell
     import shutil
 
-    from bench.rundir import read_cell, write_cell
+    from bench.engine.rundir import read_cell, write_cell
 
     other = tmp_path / "other"
     shutil.copytree(out["b"], other)
@@ -163,7 +163,7 @@ def _copy_with(src, dst, solver: str, change):
     of that solver answering differently), every other cell unchanged."""
     import shutil
 
-    from bench.rundir import read_cell, write_cell
+    from bench.engine.rundir import read_cell, write_cell
 
     shutil.copytree(src, dst)
     for path in dst.glob("*.parquet"):

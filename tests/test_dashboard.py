@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench import publish, results
-from bench.rundir import write_cell
+from bench.reporting import publish
+from bench.analysis import results
+from bench.engine.rundir import write_cell
 from solvers import ProblemError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -295,7 +296,7 @@ def test_publish_names_the_bad_run_directory(tmp_path):
 def test_a_run_measured_on_two_cpu_models_is_flagged_and_split_by_host(tmp_path):
     """Issue 14: rows of one run from different CPU models are flagged on every page and
     ranked per host, and the provenance lists each host's environment."""
-    from bench import grid, rundir, runner
+    from bench.engine import grid, rundir, runner
 
     cells, _ = grid.expand(["planar-box"], ["highs", "clarabel"], ["float64"], ["cpu"], [4], 0, 1)
     results = runner.run_cells(cells, tmp_path / "run", "mixed", timeout=120)

@@ -11,10 +11,10 @@ import pytest
 
 import problems
 import solvers
-from bench import cell as cell_module
-from bench import cluster, reference, runner
-from bench.grid import Cell
-from bench.problemsets import ProblemSet
+from bench.engine import cell as cell_module
+from bench.engine import cluster, reference, runner
+from bench.engine.grid import Cell
+from bench.engine.problemsets import ProblemSet
 
 
 @pytest.fixture
@@ -90,7 +90,7 @@ def test_dask_settings_are_defined_once_for_every_kind_of_cluster(tmp_path):
     for name, value in cluster.dask_environment().items():
         assert cluster.shell_export(name, value) in exports
     # the job's exports, run by bash where files could match a glob's brackets, give a worker
-    # the same settings (unquoted, ['bench.dask_worker'] arrived as [bench.dask_worker] or as "b")
+    # the same settings (unquoted, ['bench.engine.dask_worker'] arrived as [bench.engine.dask_worker] or as "b")
     for bait in ("b", "e", "1"):
         (tmp_path / bait).write_text("")
     program = "\n".join([*exports, 'echo "$CONTACTBENCH_CACHE"', f"exec {sys.executable} -c {shlex.quote(script)}"])

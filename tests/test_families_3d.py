@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import problems
 import solvers
 from bench.hold import check, check_robust
-from bench.reference import compute_reference
+from bench.engine.reference import compute_reference
 from problems import contacts, cube, planar_box, planar_exact
 from problems.robust import corners, lower_mu
 from solvers import ProblemError
@@ -272,7 +272,7 @@ def test_exact_planar_adapter_in_harness_terms():
     b = problems.generate("near-boundary", 30, 1)
     a = solvers.get("exact-planar")
     s = a.solve_batch(*b.arrays())
-    from bench import verify
+    from bench.engine import verify
 
     v = verify.verify_lp1(b, s)
     outcome = verify.lp1_outcomes(v["verdict"], compute_reference(b)["truth"])
@@ -284,7 +284,8 @@ def test_exact_planar_adapter_in_harness_terms():
 
 
 def test_report_aggregates_robust_cases_to_the_worst_corner(tmp_path):
-    from bench import grid, report, runner
+    from bench.engine import grid, runner
+    from bench.reporting import report
 
     cells, _ = grid.expand(["planar-box[mass=(0.7, 1.3),com=(0.4, 0.2)]"], ["highs"], ["float64"], ["cpu"], [12], 0, 1)
     runner.run_cells(cells, tmp_path / "run", "rb", timeout=120)

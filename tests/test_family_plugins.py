@@ -13,7 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 import problems
-from bench import grid, report, runner
+from bench.engine import grid, runner
+from bench.reporting import report
 from bench.cli import app
 from problems.files_example import write_example
 from solvers.errors import ProblemError

@@ -71,7 +71,7 @@ def test_output_never_replaces_what_contactbench_did_not_write(tmp_path, command
 
 
 def test_failed_publish_leaves_the_previous_site_whole(tmp_path, monkeypatch):
-    from bench import publish
+    from bench.reporting import publish
 
     run = small_run(tmp_path)
     site = tmp_path / "site"
@@ -90,7 +90,7 @@ def test_failed_publish_leaves_the_previous_site_whole(tmp_path, monkeypatch):
 
 
 def test_failed_report_leaves_no_half_report(tmp_path, monkeypatch):
-    from bench import report
+    from bench.reporting import report
 
     run = small_run(tmp_path)
     rows = report.load_runs([run])
@@ -117,7 +117,7 @@ def test_truncated_and_empty_cells_are_rerun_on_resume(tmp_path):
     res = cb("run", "-f", "planar-box", "--n", "4", "--repeats", "1", "-s", "highs", "-s", "scipy-highs",
              "--out", tmp_path / "runs", "--run-id", "r", "--resume", cwd=tmp_path, check=0)
     assert "already done" not in res.stdout and res.stdout.count("✓") == 2
-    from bench import rundir
+    from bench.engine import rundir
 
     assert all(rundir.cell_finished(c) for c in cells)
     # and a third resume trusts them
@@ -311,14 +311,14 @@ def test_full_disk_exits_1_without_traceback_or_temp_files(tmp_path, tmpfs):
     assert "cannot write results" in text and "Traceback" not in text
     assert leftovers(small) == []
     # what was written reads back or is clearly unfinished: never a half file taken as done
-    from bench import rundir
+    from bench.engine import rundir
 
     for cell in (small / "runs" / "full").glob("*.parquet"):
         assert rundir.cell_finished(cell) or not rundir.manifest_path(cell).exists()
 
 
 def test_manifest_is_written_after_the_cell_and_checks_it(tmp_path):
-    from bench import rundir
+    from bench.engine import rundir
 
     run = small_run(tmp_path, "m", ("highs",))
     cell = next(run.glob("*.parquet"))

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import problems
-from bench import reference
+from bench.engine import reference
 from problems import contacts, cube, planar_box, planar_exact
 from problems.hold import SceneBatch, lp1
 from problems import near_boundary

@@ -1,4 +1,4 @@
-"""``make gpu-check`` (``bench.gpu_check``): refused without a GPU, every step dry-run on the CPU."""
+"""``make gpu-check`` (``bench.studies.gpu_check``): refused without a GPU, every step dry-run on the CPU."""
 
 import pytest
 
@@ -13,13 +13,13 @@ def test_gpu_check_refuses_without_a_gpu_and_dry_runs_every_step_on_the_cpu(tmp_
     import subprocess
     import sys
 
-    refused = subprocess.run([sys.executable, "-m", "bench.gpu_check", "--out", str(tmp_path / "no")],
+    refused = subprocess.run([sys.executable, "-m", "bench.studies.gpu_check", "--out", str(tmp_path / "no")],
                              capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "JAX sees no GPU" in refused.stderr
     assert "pip install 'contactbench[gpu]'" in refused.stderr  # what to do about it
     assert not (tmp_path / "no").exists()
     out = tmp_path / "dry"
-    done = subprocess.run([sys.executable, "-m", "bench.gpu_check", "--device", "cpu", "--sizes", "8",
+    done = subprocess.run([sys.executable, "-m", "bench.studies.gpu_check", "--device", "cpu", "--sizes", "8",
                            "--budget", "1200", "--cell-timeout", "120", "--workers", "1", "--out", str(out)],
                           capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -44,7 +44,7 @@ def test_a_step_gets_what_the_steps_before_it_left_and_runs_without_gpu_prealloc
     import re
     import sys
 
-    from bench import gpu_check
+    from bench.studies import gpu_check
 
     monkeypatch.delenv("XLA_PYTHON_CLIENT_PREALLOCATE", raising=False)
     show = [sys.executable, "-c", "import os; print('prealloc', os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE'))"]
@@ -65,12 +65,12 @@ def test_the_overhead_step_measures_linrax_hold_in_one_piece_on_the_gpu_only(tmp
     (its ``chunk`` of 1,024 is a CPU setting: on the H200 its 64 pieces took 92.5 ms against
     1.7 for published linrax in one); the CPU rows never run one piece of 65,536 (XLA:CPU
     once waited for ever on it). The dry run has the CPU command alone."""
-    from bench import gpu_check
+    from bench.studies import gpu_check
 
     def overhead_commands(device):
         (commands,) = [c for name, _out, c in gpu_check.steps(tmp_path, device, (256, 65536), 45.0, 2)
                        if name == "overhead"]
-        return [dict(zip(c[3::2], c[4::2])) for c in commands]  # (python -m bench.overhead --flag value ...)
+        return [dict(zip(c[3::2], c[4::2])) for c in commands]  # (python -m bench.studies.overhead --flag value ...)
 
     gpu, cpu = overhead_commands("gpu")
     assert gpu["--devices"] == "gpu" and "linrax-hold[chunk=0]" in gpu["--adapters"].split(",")
@@ -97,7 +97,7 @@ def test_make_gpu_check_installs_jax_with_cuda_before_it_checks(tmp_path):
     venv = tmp_path / "fresh-venv"  # not built: -n prints the commands only
     printed = subprocess.run([make, "-n", "-C", str(root), "gpu-check", f"VENV={venv}"], capture_output=True,
                              text=True, timeout=60, check=True).stdout.splitlines()
-    check_at = next(i for i, line in enumerate(printed) if "-m bench.gpu_check" in line)
+    check_at = next(i for i, line in enumerate(printed) if "-m bench.studies.gpu_check" in line)
     installs = [re.search(r'-e "\.\[([^\]]*)\]"', line) for line in printed[:check_at] if "pip install" in line]
     extras = [set(m.group(1).split(",")) for m in installs if m]
     assert any({"gpu", "all", "test"} <= e for e in extras), printed
@@ -110,7 +110,7 @@ def test_make_gpu_check_installs_jax_with_cuda_before_it_checks(tmp_path):
 def test_failed_steps_exit_1_and_bad_budgets_or_a_users_folder_exit_2(tmp_path, monkeypatch, capsys):
     import sys
 
-    from bench import gpu_check
+    from bench.studies import gpu_check
 
     fail = [sys.executable, "-c", "raise SystemExit(3)"]
     monkeypatch.setattr(gpu_check, "steps", lambda out, device, sizes, cell_timeout, workers: [

@@ -1,5 +1,5 @@
 """`contactbench run --config grid.toml`: a saved grid, recorded by every run, that --resume
-and compare know (bench.gridfile)."""
+and compare know (bench.engine.gridfile)."""
 
 import json
 import os
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench import gridfile
+from bench.engine import gridfile
 from solvers.errors import ProblemError
 
 

@@ -63,8 +63,8 @@ def test_the_rows_record_the_matmul_precision_and_the_compilation_cache(tmp_path
     """The workers inherit the user's JAX persistent compilation cache: JAX's rows name its
     folder (``compile_s`` then measures a cache read where a program was compiled before),
     and JAX wrote the cell's programs there."""
-    from bench import runner
-    from bench.grid import Cell
+    from bench.engine import runner
+    from bench.engine.grid import Cell
 
     folder = tmp_path / "jax-cache"
     if cache:
@@ -85,9 +85,9 @@ def test_the_rows_record_the_matmul_precision_and_the_compilation_cache(tmp_path
 
 
 def test_the_overhead_benchmark_measures_each_phase_against_the_raw_baseline():
-    """``python -m bench.overhead``'s table on a tiny batch: the phases add up to the end-to-end
+    """``python -m bench.studies.overhead``'s table on a tiny batch: the phases add up to the end-to-end
     time, the ratio is end to end over the raw jit(vmap) baseline (measured, not asserted)."""
-    from bench import overhead
+    from bench.studies import overhead
 
     if solvers.available().get("linrax"):
         pytest.skip(solvers.available()["linrax"])
@@ -110,7 +110,7 @@ def test_the_raw_baseline_solves_in_the_adapters_pieces():
     import jax.numpy as jnp
     import numpy as np
 
-    from bench.overhead import raw_baseline
+    from bench.studies.overhead import raw_baseline
 
     shapes = []
 
@@ -141,7 +141,7 @@ def test_the_raw_baseline_solves_on_the_device_it_is_given(tmp_path):
     script = tmp_path / "probe.py"
     script.write_text(
         "import jax, jax.numpy as jnp, numpy as np\n"
-        "from bench.overhead import raw_baseline\n"
+        "from bench.studies.overhead import raw_baseline\n"
         "seen = []\n"
         "def solve(a):\n"
         "    x = jnp.asarray(a) * 2\n"
@@ -161,7 +161,7 @@ def test_the_raw_baseline_solves_on_the_device_it_is_given(tmp_path):
 
 def test_the_overhead_table_records_each_adapters_chunk():
     """linrax-hold solves in pieces of 1,024 by default, linrax in one: the table says so."""
-    from bench import overhead
+    from bench.studies import overhead
 
     for name in ("linrax", "linrax-hold"):
         if solvers.available().get(name):

@@ -11,7 +11,9 @@ import pandas as pd
 import pytest
 
 import problems
-from bench import grid, publish, report, runner, schema
+from bench.engine import grid, runner
+from bench.reporting import publish, report
+from bench.analysis import schema
 from problems import get_kind
 from problems.kinds import OUTCOMES
 from solvers import ProblemError
@@ -104,11 +106,11 @@ def test_a_run_file_records_the_schema_version_and_old_files_are_upgraded(tmp_pa
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from bench import rundir
+    from bench.engine import rundir
 
     rows = pd.DataFrame({"run_id": ["r"], "cell_id": ["c"], "family": ["planar-box"], "kind": ["lp1"],
                          "solver": ["highs"], "dtype": ["float64"], "device": ["cpu"], "outcome": ["correct"],
-                         "n_scenes": [1], "lp_index": [0]})  # bench.schema.REQUIRED_COLUMNS: every cell has them
+                         "n_scenes": [1], "lp_index": [0]})  # bench.analysis.schema.REQUIRED_COLUMNS: every cell has them
     rundir.write_cell(rows, tmp_path / "c.parquet")
     meta = pq.read_schema(tmp_path / "c.parquet").metadata
     assert meta[schema.SCHEMA_KEY] == str(schema.SCHEMA_VERSION).encode()

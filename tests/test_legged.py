@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 import problems
 import solvers
-from bench import report
-from bench.reference import compute_reference
-from bench.verify import qp_outcomes, verify_qp
+from bench.reporting import report
+from bench.engine.reference import compute_reference
+from bench.engine.verify import qp_outcomes, verify_qp
 from problems import humanoid, quadruped
 from solvers import BatchSolution, ProblemError, Status
 from solvers.altproj_ import exact_cone_projection, utilization
@@ -219,7 +219,7 @@ def test_solvers_that_break_on_two_feet_show_in_the_rank_deficient_table():
     assert (outcome[rejected] == "uncertain").all()
     rows = pd.DataFrame({"family_label": "quadruped", "kind": "qp", "solver_label": "quadprog", "device": "cpu",
                          "dtype": "float64", "n_scenes": 64, "outcome": outcome, "meta_rank_deficient": deficient,
-                         "case_hash": batch.case_hashes()})  # rows name their cases (bench.results counts distinct ones)
+                         "case_hash": batch.case_hashes()})  # rows name their cases (bench.analysis.results counts distinct ones)
     table = report.rank_deficient_summary(rows)
     assert table.loc[0, "uncertain"] == (outcome[deficient] == "uncertain").sum() >= rejected.sum()
     assert table.loc[0, "cases"] == deficient.sum()

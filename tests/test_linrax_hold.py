@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 import problems
 import solvers
-from bench import seed002
-from bench.reference import reference
-from bench.verify import exit_outcomes, lp1_outcomes, verify_exit, verify_lp1
+from bench.studies import seed002
+from bench.engine.reference import reference
+from bench.engine.verify import exit_outcomes, lp1_outcomes, verify_exit, verify_lp1
 from solvers import SolverNotAvailable, Status
 
 pytestmark = pytest.mark.skipif(solvers.available().get("linrax-hold") is not None,
@@ -186,7 +186,7 @@ def test_ablation_and_reproduction_tables_count_per_configuration():
         "family_params": [json.dumps({"kind": "lp1"})] * 3,
         "solver_spec": ["linrax-hold", "linrax-hold[reinvert=False]", "linrax-hold[reinvert=False]"],
         "outcome": ["correct", "uncertain", "correct"], "ms_per_256": [1.0, 2.0, 2.0],
-        "case_hash": ["h0", "h0", "h1"],  # two cases (bench.results counts distinct cases)
+        "case_hash": ["h0", "h0", "h1"],  # two cases (bench.analysis.results counts distinct cases)
     })
     table = seed002.ablation_table(rows)
     off = table[table["configuration"] == "without reinvert"].iloc[0]
@@ -200,7 +200,7 @@ def test_ablation_and_reproduction_tables_count_per_configuration():
 def test_the_reproduction_table_adds_every_scenes_exit_cell_to_lp1_and_says_so():
     """The reproduction table's time adds the ``exit`` cell (the exit LPs of every scene) to
     LP-1's, and its column says so: it is not seed 002's LP with margins (the held scenes'
-    exits only, ``bench.margins`` and the device table)."""
+    exits only, ``bench.studies.margins`` and the device table)."""
     params = {"lp1": json.dumps({"disk": True, "kind": "lp1"}), "exit": json.dumps({"disk": True, "kind": "exit"})}
     rows = pd.DataFrame({
         "family": ["planar-box"] * 4, "kind": ["lp1", "lp1", "exit", "exit"],
@@ -435,8 +435,9 @@ def test_the_device_table_fills_each_device_column_from_its_own_rows(tmp_path):
     import pandas as pd
 
     import problems
-    from bench import report, seed002
-    from bench.reference import reference
+    from bench.reporting import report
+    from bench.studies import seed002
+    from bench.engine.reference import reference
 
     cells = seed002.device_cells(0, 1, 8 / seed002.DEVICE_N, ("cpu", "gpu"))
     assert {c.device for c in cells} == {"cpu", "gpu"} and {c.dtype for c in cells} == {"float32"}

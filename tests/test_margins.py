@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import solvers
-from bench import margins as margins_module
+from bench.studies import margins as margins_module
 from bench.hold import check, check_batch, prepare_exits, prepare_lp1
-from bench.reference import reference
-from bench.verify import exit_outcomes, verify_exit, verify_lp1
+from bench.engine.reference import reference
+from bench.engine.verify import exit_outcomes, verify_exit, verify_lp1
 from problems.hold import EXIT_CAP, SceneBatch, exit_arrays, lp1_arrays
 from solvers import ProblemError, Status
 from solvers._linrax_std import standard_form
@@ -98,7 +98,7 @@ def test_lean_exits_trace_no_reinversion_round_and_are_as_right_as_with_the_roun
     """``lean_exits`` (on by default): exits started from LP-1's bases build no reinversion
     loop (the while loops traced are counted by name), and against HiGHS they are at least
     as often right as the same starts with the rounds, with no false accept. The running
-    adapter's setting decides, whoever prepared the starts (``bench.margins`` runs the lean
+    adapter's setting decides, whoever prepared the starts (``bench.studies.margins`` runs the lean
     adapter's starts with the rounds)."""
     import jax
 
@@ -417,7 +417,7 @@ def test_check_batch_refuses_a_block_that_is_not_a_positive_count():
 
 @needs_hold
 def test_the_margins_benchmark_times_and_counts_each_set(capsys, tmp_path):
-    """``python -m bench.margins`` on a shrunk set: one row with the counts it measured."""
+    """``python -m bench.studies.margins`` on a shrunk set: one row with the counts it measured."""
     out = tmp_path / "margins.csv"
     assert margins_module.main(["--sets", "planar random", "--scale", "0.02", "--rounds", "1", "--out", str(out)]) == 0
     import pandas as pd
@@ -443,7 +443,7 @@ def test_the_margins_benchmark_times_and_counts_each_set(capsys, tmp_path):
 def test_a_margins_set_that_does_not_finish_is_a_row_with_its_state(monkeypatch):
     """A set whose worker outlives ``timeout`` is killed: a row naming the set, its state
     and the reason, with no figure; the next set runs in a fresh worker and ends the same way."""
-    from bench.seed002 import REPRODUCTION_SETS
+    from bench.studies.seed002 import REPRODUCTION_SETS
 
     planar = [s for s in REPRODUCTION_SETS if s[0] == "planar random"]
     table = margins_module.measure_sets(planar * 2, rounds=1, scale=0.008, timeout=0.01)

@@ -84,7 +84,7 @@ def test_validate_refuses_exactly_what_accepts_refuses(name):
 
 def test_traits_come_from_the_family_and_the_generated_batch():
     import problems
-    from bench.grid import traits
+    from bench.engine.grid import traits
 
     spec = problems.FamilySpec.parse("planar-box")
     batch = problems.generate(spec, 4, 0)

@@ -24,7 +24,7 @@ def test_the_metadata_builds_with_deprecations_as_errors_and_states_the_licence(
 
 
 def test_the_wheel_builds_without_a_setuptools_warning_and_holds_the_templates_and_example_files(tmp_path):
-    """setuptools warned on every install that it "would ignore" ``bench.templates`` and
+    """setuptools warned on every install that it "would ignore" ``bench.reporting.templates`` and
     ``problems.data`` (folders Python can import, absent from ``packages``): a later setuptools
     may leave them out, and ``contactbench publish`` (the templates) and the ``files`` family's
     example would break for a pip-installed user. The wheel is built from a copy of the tree
@@ -47,7 +47,7 @@ def test_the_wheel_builds_without_a_setuptools_warning_and_holds_the_templates_a
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     names = set(zipfile.ZipFile(out / done.stdout.strip().splitlines()[-1]).namelist())
-    expected = {str(p.relative_to(ROOT).as_posix()) for pattern in ("bench/templates/*.j2",
+    expected = {str(p.relative_to(ROOT).as_posix()) for pattern in ("bench/reporting/templates/*.j2",
                                                                     "problems/data/files-example/*/*.npz")
                 for p in ROOT.glob(pattern)}
     assert len(expected) > 60 and expected <= names, sorted(expected - names)[:5]

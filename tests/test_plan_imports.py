@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import solvers
-from bench import env, grid
+from bench.engine import env, grid
 
 
 def test_available_checks_only_the_adapters_it_is_asked_about(monkeypatch):
@@ -48,15 +48,15 @@ def test_a_highs_cell_neither_imports_jax_nor_scans_every_distribution(tmp_path)
     neither a JAX import (1.3 s of a fresh worker; its rows' ``env_jax_devices`` is '') nor a
     scan of every installed distribution (``env_solver_versions`` from highspy's own file
     list); a linrax cell's rows name JAX's devices."""
-    code = ("import sys; from bench import cell, env; from bench.grid import Cell; "
+    code = ("import sys; from bench import cell, env; from bench.engine.grid import Cell; "
             "rows = cell.solve_cell(Cell.of('planar-box', 4, 0, 'highs', 'float64', 'cpu', 1), {}, 'r'); "
             "print(rows['outcome'].eq('correct').all(), 'jax' in sys.modules, env._module_owners.cache_info().currsize, "
             "repr(rows['env_jax_devices'].iloc[0]), rows['env_solver_versions'].iloc[0].split()[0])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path,
                          env={**__import__("os").environ, "CONTACTBENCH_CACHE": str(tmp_path / "cache")}).stdout
     assert out.splitlines()[-1].split() == ["True", "False", "0", "''", "highspy"], out
-    from bench import cell
-    from bench.grid import Cell
+    from bench.engine import cell
+    from bench.engine.grid import Cell
 
     rows = cell.solve_cell(Cell.of("planar-box", 4, 0, "linrax", "float32", "cpu", 1), {}, "r", tmp_path / "cache")
     assert set(rows["env_jax_devices"]) == {env.jax_devices()} and env.jax_devices().startswith("cpu:")

@@ -44,7 +44,7 @@ def test_meta_records_every_parameter():
 
 
 def test_random_cases_mix_supported_and_unsupported():
-    from bench.reference import compute_reference
+    from bench.engine.reference import compute_reference
 
     ref = compute_reference(problems.generate("planar-box", 400, 0))
     share = (ref["truth"] == "supported").mean()

@@ -14,8 +14,8 @@ from hypothesis.extra import numpy as hnp
 
 import problems
 import solvers
-from bench import verify
-from bench.reference import compute_reference
+from bench.engine import verify
+from bench.engine.reference import compute_reference
 from problems import hold_batch, planar_box
 from solvers import BatchSolution, ProblemError, Status, check_standard_form
 
@@ -425,7 +425,7 @@ def _fixed_batch(cases: int):
 
 
 def test_case_hashes_are_the_fingerprints_results_already_hold():
-    """Rows of earlier runs name their cases by these fingerprints (``bench.intervals`` counts a
+    """Rows of earlier runs name their cases by these fingerprints (``bench.analysis.intervals`` counts a
     case answered in several merged runs once), so a faster computation must give the same
     words: these are the values of the first, unblocked version (ff32ac2)."""
     assert list(_fixed_batch(5).case_hashes()) == [

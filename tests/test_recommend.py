@@ -17,7 +17,9 @@ import solvers
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench import publish, recommend, report, results, rundir, stats
+from bench.reporting import publish, report
+from bench.analysis import recommend, results, stats
+from bench.engine import rundir
 from solvers.errors import ProblemError
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -173,7 +175,7 @@ def test_merged_runs_count_each_case_once(small, tmp_path):
              & (rows["lp_index"] == 0), "outcome"] = "false_accept"
     summary = report.summarize(rows)
     highs = summary[(summary["solver"] == "highs") & (summary["family"] == "planar-box")].iloc[0]
-    # one counting rule (bench.results): the counts are of the 32 distinct cases, not the 64 rows
+    # one counting rule (bench.analysis.results): the counts are of the 32 distinct cases, not the 64 rows
     assert highs["n"] == 32 and highs["cases"] == 32 and highs["false_accept"] == 1
     assert highs["correct"] == 31
     assert highs["false_accept_rate"] == pytest.approx(1 / 32)

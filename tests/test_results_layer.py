@@ -1,4 +1,4 @@
-"""Issue 23, one results table (``bench.results``): the report, the dashboard and
+"""Issue 23, one results table (``bench.analysis.results``): the report, the dashboard and
 ``contactbench recommend`` are presenters over it, so on one real run they give the same
 counts (distinct cases, each with its worst outcome), and the report and the dashboard the
 same ranks and ties (the one ranking rule). ``recommend`` ranks only the configurations
@@ -15,8 +15,10 @@ import pandas as pd
 import pytest
 
 import solvers
-from bench import publish, recommend, report, results, runner
-from bench.grid import Cell
+from bench.reporting import publish, report
+from bench.analysis import recommend, results
+from bench.engine import runner
+from bench.engine.grid import Cell
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
@@ -112,10 +114,10 @@ def test_microseconds_have_one_format(value, text):
 
 def test_recommend_imports_no_presenter_and_the_rules_have_one_owner():
     """recommend never imports publish; the case key, severity order, ranking time and
-    number formats are defined in bench/results.py alone."""
-    imported = {node.module for node in ast.walk(ast.parse((BENCH / "recommend.py").read_text()))
+    number formats are defined in bench/analysis/results.py alone."""
+    imported = {node.module for node in ast.walk(ast.parse((BENCH / "analysis" / "recommend.py").read_text()))
                 if isinstance(node, ast.ImportFrom) and node.module}
-    names = {alias.name for node in ast.walk(ast.parse((BENCH / "recommend.py").read_text()))
+    names = {alias.name for node in ast.walk(ast.parse((BENCH / "analysis" / "recommend.py").read_text()))
              if isinstance(node, ast.ImportFrom) for alias in node.names}
     assert "publish" not in names and not any(m and m.endswith("publish") for m in imported)
     owned = ("def case_ids", "SEVERITY =", "def ranking_time_us", "def sci(", "def us_text", "def budget_text",
@@ -216,7 +218,7 @@ def test_the_terminal_summary_is_one_line_per_configuration_and_report_prints_js
     assert set(first["rank"]) <= {"1", "=1"}  # each group starts with its best
     run_dir = tmp_path / "merged"
     run_dir.mkdir()
-    from bench.rundir import write_cell
+    from bench.engine.rundir import write_cell
 
     for cell_id, rows in run.drop(columns=["config", "case_id", "rank_us"]).groupby(["run_id", "cell_id"]):
         write_cell(rows, run_dir / f"{cell_id[0]}-{cell_id[1]}.parquet")
@@ -235,7 +237,7 @@ def test_the_terminal_summary_is_one_line_per_configuration_and_report_prints_js
 
 
 def test_provenance_lists_every_solver_package_and_jax_device_of_a_host():
-    from bench.publish import merged_env
+    from bench.reporting.publish import merged_env
 
     rows = pd.DataFrame({"env_solver_versions": ["highspy 1.16.0", "jax 0.10.2, linrax 0.3.0", "clarabel 0.11.1", ""],
                          "env_jax_devices": ["", "cpu:cpu:0", "", "gpu:cuda:0"], "env_host": ["h"] * 4})
@@ -245,7 +247,7 @@ def test_provenance_lists_every_solver_package_and_jax_device_of_a_host():
 
 
 def test_every_solver_of_a_plot_gets_its_own_colour_blind_safe_colour_and_the_profile_follows_it():
-    from bench.publish import SOLVER_COLOURS, profile_figure, solver_colours
+    from bench.reporting.publish import SOLVER_COLOURS, profile_figure, solver_colours
 
     labels = [f"solver-{i:02d}" for i in range(len(SOLVER_COLOURS))]
     colours = solver_colours(labels)

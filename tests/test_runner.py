@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import grid, report, runner
+from bench.engine import grid, runner
+from bench.reporting import report
 
 from conftest import REPO, TESTS_DIR
 
@@ -96,7 +97,7 @@ def test_resume_after_kill_loses_and_duplicates_nothing(tmp_path):
 
 
 def test_workers_get_single_threaded_eigen_unless_the_user_chose():
-    from bench.execute import WORKER_XLA_FLAG, worker_xla_flags
+    from bench.engine.execute import WORKER_XLA_FLAG, worker_xla_flags
 
     assert worker_xla_flags(None) == WORKER_XLA_FLAG
     assert worker_xla_flags("--xla_dump_to=/tmp/x") == f"--xla_dump_to=/tmp/x {WORKER_XLA_FLAG}"
@@ -107,7 +108,7 @@ def test_workers_get_single_threaded_eigen_unless_the_user_chose():
                     reason="counts threads in /proc; with one core XLA's pool has one thread anyway")
 def test_workers_run_xla_with_a_one_thread_pool_unless_the_user_chose(tmp_path, monkeypatch):
     """jaxlib 0.10's batched LAPACK kernels deadlock a pool they fill (WORKER_THREAD_ENV)."""
-    from bench.execute import LocalPool, worker_thread_env
+    from bench.engine.execute import LocalPool, worker_thread_env
     from xla_pool_probe import xla_pool_threads
 
     for user, threads in ((None, "1"), ("3", "3")):
@@ -139,7 +140,7 @@ def test_qpax_float64_on_cube_3d_finishes_in_a_worker(tmp_path, monkeypatch):
 @pytest.mark.serial  # a 3 s stall window: on a loaded machine a starved healthy worker would look wedged
 def test_a_wedged_worker_is_detected_retried_once_and_recorded(tmp_path, fake_plugins, monkeypatch):
     # fake-hang sleeps forever: no CPU used, like XLA's wedged thread pool
-    from bench import execute
+    from bench.engine import execute
 
     monkeypatch.setattr(execute, "STALL_SECONDS", 3.0)  # read by run_cells, sent to the worker
     cells, _ = grid.expand(["planar-box"], ["fake-hang", "highs"], ["float64"], ["cpu"], [N], 0, 1)

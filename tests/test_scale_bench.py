@@ -1,9 +1,9 @@
-"""``python -m bench.scale``: which families it times, and its argument errors (speed itself
+"""``python -m bench.studies.scale``: which families it times, and its argument errors (speed itself
 is measured by running it, never asserted here)."""
 
 import pytest
 
-from bench import scale
+from bench.studies import scale
 
 
 def test_scale_times_the_generation_of_each_family_it_is_given(capsys):
@@ -15,7 +15,7 @@ def test_scale_times_the_generation_of_each_family_it_is_given(capsys):
 
 def test_scale_times_the_reference_on_an_embedded_cluster(capsys):
     """The reference step runs as ``make bench`` runs it (it raised AttributeError there: it
-    handed ``bench.cluster.references`` a list where the engine now takes a ``ProblemSet``)."""
+    handed ``bench.engine.cluster.references`` a list where the engine now takes a ``ProblemSet``)."""
     scale.main(["--n", "8", "--workers", "1", "--families", "planar-box"])
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[:2] for line in lines] == [["generate", "planar-box"], ["reference", "cube-3d"]]

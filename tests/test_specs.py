@@ -8,7 +8,7 @@ import pytest
 
 import problems
 import solvers
-from bench import grid
+from bench.engine import grid
 from bench.hold import check
 from problems import FamilySpec, planar_box
 from solvers import Capabilities, ProblemError, ProblemTraits, SolverSpec

@@ -1,10 +1,10 @@
-"""Confidence bounds of outcome rates (bench.stats): known values and properties."""
+"""Confidence bounds of outcome rates (bench.analysis.stats): known values and properties."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench import stats
+from bench.analysis import stats
 from solvers.errors import ProblemError
 
 

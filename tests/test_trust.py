@@ -8,8 +8,9 @@ import pytest
 
 import problems
 import solvers
-from bench import grid, report, runner, verify
-from bench.reference import compute_reference, reference, solve_reference
+from bench.engine import grid, runner, verify
+from bench.reporting import report
+from bench.engine.reference import compute_reference, reference, solve_reference
 from solvers import ProblemError, Status
 
 from conftest import TESTS_DIR

@@ -69,8 +69,8 @@ def test_01_an_adapter_that_changes_its_input_is_judged_on_the_original(tmp_path
     """The issue's probe (A = 0, b = 1, then y_eq = 1 as a certificate) scored 47/96 exits and
     22/32, 20/32 quadruped QPs and SOCPs correct. Now its answers are judged on the problems
     generated, exactly as the same answers from an adapter that changes nothing."""
-    from bench import runner
-    from bench.grid import Cell
+    from bench.engine import runner
+    from bench.engine.grid import Cell
 
     fams = ("planar-box[kind=exit]", "quadruped[kind=qp]", "quadruped[kind=socp]")
     cells = [Cell.of(fam, 16, 0, f"fake-mutate[how={h}]", "float64", "cpu", 1) for h in (how, "none") for fam in fams]
@@ -100,8 +100,8 @@ def _unbounded_folder(folder):
 
 @pytest.mark.needs("highs", "clarabel", "osqp")
 def test_02_an_unbounded_lp_is_recorded_unbounded_and_only_a_verified_ray_is_correct(tmp_path, fake_plugins):
-    from bench import runner
-    from bench.grid import Cell
+    from bench.engine import runner
+    from bench.engine.grid import Cell
 
     folder = _unbounded_folder(tmp_path / "unbounded")
     specs = ["fake-overconfident", "highs", "clarabel", "osqp"]
@@ -141,8 +141,10 @@ def test_02_highs_ray_verifies_where_highs_has_one():
 # ------------------------------------------------------------------ 3: a case is named by its content
 def test_03_files_cases_count_once_across_seeds(tmp_path):
     """The files family ignores --seed: three seeds are one set of 16 cases, not 48."""
-    from bench import report, results, runner
-    from bench.grid import Cell
+    from bench.reporting import report
+    from bench.analysis import results
+    from bench.engine import runner
+    from bench.engine.grid import Cell
 
     cells = [Cell.of("files[kind=lp]", 16, seed, "highs", "float64", "cpu", 1) for seed in (0, 1, 2)]
     runner.run_cells(cells, tmp_path / "run", "s", timeout=120)
@@ -206,7 +208,7 @@ def test_17_a_sampler_that_hangs_exits_or_raises_stops_the_run_before_anything_i
 
 
 def test_the_samplers_output_is_kept_within_its_cap(tmp_path):
-    from bench.problemsets import LOG_MAX_BYTES, LOG_NAME
+    from bench.engine.problemsets import LOG_MAX_BYTES, LOG_NAME
 
     env = _family_plugin(tmp_path, "print('x' * 3_000_000, flush=True)")
     res = cb("run", "-f", "evil", "-s", "highs", "--n", "4", "--repeats", "1", "--out", tmp_path / "runs",
@@ -421,7 +423,7 @@ def test_11_a_read_only_or_full_out_exits_1_with_a_message(tmp_path, tmpfs, comm
 
 
 def test_08_pages_of_families_whose_labels_differ_by_case_are_both_written(tmp_path):
-    from bench import publish
+    from bench.reporting import publish
 
     runs = []
     for name in ("good", "Good"):
@@ -508,7 +510,7 @@ def test_cells_run_on_a_dask_worker_started_the_standard_way(tmp_path):
 def test_report_md_shows_html_from_results_as_text(tmp_path):
     import pandas as pd
 
-    from bench import report
+    from bench.reporting import report
 
     run = small_run(tmp_path, "r", ("highs",))
     rows = report.load_runs([run])
@@ -523,8 +525,8 @@ def test_report_md_shows_html_from_results_as_text(tmp_path):
 
 def test_api_misuse_raises_problem_error_naming_the_argument(tmp_path):
     import problems
-    from bench import runner
-    from bench.grid import Cell
+    from bench.engine import runner
+    from bench.engine.grid import Cell
     from bench.hold import check
 
     with pytest.raises(ProblemError, match="solver: expected a solver spec"):
@@ -544,8 +546,9 @@ def test_api_misuse_raises_problem_error_naming_the_argument(tmp_path):
 def test_10_a_cell_file_missing_columns_is_skipped_or_completed_never_a_traceback(tmp_path):
     import pyarrow.parquet as pq
 
-    from bench import publish, recommend, report, results
-    from bench.schema import REQUIRED_COLUMNS
+    from bench.reporting import publish, report
+    from bench.analysis import recommend, results
+    from bench.analysis.schema import REQUIRED_COLUMNS
 
     run = small_run(tmp_path, "r", ("highs",))
     cell = next(run.glob("*.parquet"))

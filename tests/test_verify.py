@@ -6,8 +6,8 @@ import pytest
 
 import problems
 import solvers
-from bench import verify
-from bench.reference import compute_reference, reference
+from bench.engine import verify
+from bench.engine.reference import compute_reference, reference
 from problems import hold_batch, planar_box
 from solvers import BatchSolution, Status
 
@@ -157,7 +157,7 @@ def test_pinned_linrax_float32_wrong_answer_flagged_success_counts_uncertain(par
 
 
 def test_reference_is_cached_on_disk(isolated_cache, monkeypatch):
-    from bench import reference as reference_module
+    from bench.engine import reference as reference_module
 
     b = problems.generate("planar-box", 20, 1)
     first = reference(b)
@@ -189,7 +189,7 @@ def test_doctored_reference_cache_is_detected_and_recomputed(isolated_cache):
 
 
 def test_reference_cache_key_names_the_reference_solver(isolated_cache, monkeypatch):
-    from bench import reference as reference_module
+    from bench.engine import reference as reference_module
 
     b = problems.generate("planar-box", 8, 1)
     before = reference_module.cache_path(b)

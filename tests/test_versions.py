@@ -1,10 +1,10 @@
-"""``python -m bench.versions``: a release is checked with it first on the path, and the counts
+"""``python -m bench.tools.versions``: a release is checked with it first on the path, and the counts
 come from the conformance suite's own table (no network here: the releases are folders
 made by the test, so pip is never called)."""
 
 import pytest
 
-from bench import versions
+from bench.tools import versions
 
 
 def _dist_info(folder, package: str, release: str) -> None:
@@ -58,8 +58,8 @@ def test_every_row_records_the_versions_of_its_solver_packages(tmp_path):
     say that two runs differ by a release."""
     from importlib.metadata import version
 
-    from bench import runner
-    from bench.grid import Cell
+    from bench.engine import runner
+    from bench.engine.grid import Cell
 
     cells = [Cell.of("planar-box", 4, 0, "highs", "float64", "cpu", 1)]
     (result,) = runner.run_cells(cells, tmp_path / "run", "v", timeout=120)
@@ -75,7 +75,7 @@ def test_the_owners_of_every_adapters_modules_are_those_the_full_scan_names():
     from importlib.metadata import packages_distributions
 
     import solvers
-    from bench import env
+    from bench.engine import env
 
     scan = packages_distributions()
     tops = {m.split(".")[0] for cls in solvers.adapters().values() for m in getattr(cls, "REQUIRES", ())}
@@ -91,7 +91,7 @@ def test_a_distribution_named_after_a_module_it_does_not_ship_is_not_its_owner(t
     ``shadow`` is ``carrier``, not the distribution of its name."""
     import sys
 
-    from bench import env
+    from bench.engine import env
 
     def install(name: str, ships: str) -> None:
         info = tmp_path / f"{name}-1.0.dist-info"

@@ -1,4 +1,4 @@
-"""``python -m bench.wheelhouse``: the wheels a GPU node without a package index lacks."""
+"""``python -m bench.tools.wheelhouse``: the wheels a GPU node without a package index lacks."""
 
 import subprocess
 import sys
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench import wheelhouse
-from bench.wheelhouse import WheelhouseError, canonical, names_in, needed
+from bench.tools import wheelhouse
+from bench.tools.wheelhouse import WheelhouseError, canonical, names_in, needed
 
 
 class FakeDist:
@@ -94,7 +94,7 @@ def test_names_in_reads_urls_and_bare_names():
 
 
 def run(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "bench.wheelhouse", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "bench.tools.wheelhouse", *args], capture_output=True, text=True,
                           timeout=120, cwd=cwd)
 
 

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from bench.execute import WORKER_MALLOC_ENV, WORKER_XLA_FLAG, LocalPool
+from bench.engine.execute import WORKER_MALLOC_ENV, WORKER_XLA_FLAG, LocalPool
 from worker_jobs import dump_environ
 
 

@@ -1,4 +1,4 @@
-"""Jobs for the worker processes of ``bench.execute`` (imported there by name, from tests/)."""
+"""Jobs for the worker processes of ``bench.engine.execute`` (imported there by name, from tests/)."""
 
 from __future__ import annotations
 

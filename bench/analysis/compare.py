@@ -3,8 +3,8 @@ the difference real?
 
 For every configuration present in both runs (solver spec, dtype, device, family, kind and
 batch size): the ratio of the median end-to-end times per case, NEW over BASE, with its
-percentile-bootstrap interval over the timed repeats (``bench.stats.ratio_interval``), and
-per outcome the change of its rate (NEW minus BASE, distinct cases, ``bench.results``)
+percentile-bootstrap interval over the timed repeats (``bench.analysis.stats.ratio_interval``), and
+per outcome the change of its rate (NEW minus BASE, distinct cases, ``bench.analysis.results``)
 with a conservative interval (the difference of the two Clopper-Pearson intervals). The
 verdicts of a row:
 
@@ -12,7 +12,7 @@ verdicts of a row:
   (above ``threshold``, below ``1 / threshold``); where either run has too few repeats for
   an interval, when the plain ratio does, marked ``(no interval)``;
 * ``less correct`` / ``more correct`` when a one-sided two-proportion test (Fisher's exact,
-  ``bench.stats.rate_increase_p``) finds the change at level ``1 - confidence``;
+  ``bench.analysis.stats.rate_increase_p``) finds the change at level ``1 - confidence``;
 * ``less safe`` / ``safer`` likewise for the false-accept rate; ``new false accepts`` where
   NEW has false accepts and BASE had none, however few (a rare event is never ``same``);
 * ``failed`` where every case of the configuration failed in NEW but not in BASE;
@@ -37,8 +37,8 @@ import pandas as pd
 
 from solvers.errors import ProblemError
 
-from . import intervals, results, stats
-from .rundir import read_manifest
+from bench.analysis import intervals, results, stats
+from bench.engine.rundir import read_manifest
 
 #: what names a configuration across two runs
 KEYS = ["solver_spec", "dtype", "device", "family_label", "kind", "n_scenes"]
@@ -48,7 +48,7 @@ WORSE = ("slower", "less correct", "less safe", "new false accepts", "failed")
 NOTED_ENV = ("env_host", "env_cpu", "env_python", "env_numpy", "env_scipy", "env_highspy", "env_jax", "env_jaxlib",
              "env_linrax", "env_solver_versions", "env_xla_flags", "env_malloc", "env_pjrt_nproc",
              "env_xla_preallocate", "env_jax_matmul_precision", "env_jax_compilation_cache")
-#: grid options (run.json ``grid``, ``bench.gridfile``) whose difference is noted (the others
+#: grid options (run.json ``grid``, ``bench.engine.gridfile``) whose difference is noted (the others
 #: show as configurations of one run only)
 NOTED_GRID = ("seed", "repeats", "timeout", "preset")
 #: engine fields (run.json) whose difference is noted
@@ -213,7 +213,7 @@ def _versions(rows: pd.DataFrame) -> dict[str, str]:
 def _effective_grid(grid_options: dict) -> dict[str, str]:
     """The grid options that decide a difference, with what an option left out means: the
     ``default`` preset, seed 0, the preset's repeats and timeout."""
-    from .grid import PRESETS
+    from bench.engine.grid import PRESETS
 
     name = str(grid_options.get("preset", "default"))
     preset = PRESETS.get(name, {})

@@ -1,8 +1,8 @@
 """Intervals on result tables: outcome rates with Clopper-Pearson bounds, bootstrap intervals
 on median times per case and pairwise speed ratios.
 
-The formulas live in ``bench.stats``; this module applies them to cell rows, counted and
-timed by the rules of ``bench.results`` (distinct cases, each with its worst outcome; times
+The formulas live in ``bench.analysis.stats``; this module applies them to cell rows, counted and
+timed by the rules of ``bench.analysis.results`` (distinct cases, each with its worst outcome; times
 per case from the timed repeats behind the ranking time: a repeat's time per case is its
 batch time over the cell's cases, in microseconds, and a group's interval is the percentile
 bootstrap of the median over the repeats of its cells).
@@ -13,12 +13,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import stats
-from .results import REPEAT_PREFERENCE, case_counts, repeat_column, sci
+from bench.analysis import stats
+from bench.analysis.results import REPEAT_PREFERENCE, case_counts, repeat_column, sci
 
 #: default confidence level of every interval.
 DEFAULT_CONFIDENCE = 0.95
-#: the one check of a confidence level (``bench.stats``).
+#: the one check of a confidence level (``bench.analysis.stats``).
 check_confidence = stats.check_confidence
 
 
@@ -29,7 +29,7 @@ def add_rates(table: pd.DataFrame, outcomes: list[str], confidence: float = DEFA
     false-accept rate, the safety figure. Where ``table`` has a ``kind`` column, an outcome
     that kind cannot give (``Kind.outcomes``: no ``suboptimal`` for a hold LP) gets NaN, not
     a rate of 0 (copy)."""
-    from .schema import outcome_columns
+    from bench.analysis.schema import outcome_columns
 
     confidence = check_confidence(confidence)
     out = table.copy()
@@ -69,7 +69,7 @@ def with_intervals(table: pd.DataFrame, rows: pd.DataFrame, keys: list[str], out
 
 def _per_case_us(cells: pd.DataFrame) -> np.ndarray:
     """Microseconds per case of every timed repeat of these cells (one row per cell), from
-    the repeats behind the ranking time (``bench.results.repeat_column``)."""
+    the repeats behind the ranking time (``bench.analysis.results.repeat_column``)."""
     samples = []
     for _, cell in cells.iterrows():
         column = repeat_column(cell)
@@ -92,7 +92,7 @@ def time_samples(rows: pd.DataFrame, keys: list[str]) -> dict[tuple, np.ndarray]
 def add_time_intervals(table: pd.DataFrame, rows: pd.DataFrame, keys: list[str],
                        confidence: float = DEFAULT_CONFIDENCE) -> pd.DataFrame:
     """``table`` (one row per group of ``keys``) plus ``time_low_us`` and ``time_high_us``:
-    the bootstrap interval (``bench.stats.median_interval``) of the median microseconds per
+    the bootstrap interval (``bench.analysis.stats.median_interval``) of the median microseconds per
     case, end to end (the solve alone for runs before end-to-end timing), over the timed
     repeats; NaN with fewer than 2 repeats (copy)."""
     confidence = check_confidence(confidence)
@@ -108,7 +108,7 @@ def add_time_intervals(table: pd.DataFrame, rows: pd.DataFrame, keys: list[str],
 def ratio_matrix(samples: dict[str, np.ndarray], confidence: float = DEFAULT_CONFIDENCE) -> pd.DataFrame:
     """Pairwise speed ratios: for configurations ``a`` (rows) and ``b`` (columns), the ratio
     of ``a``'s median time per case to ``b``'s (> 1: ``a`` is slower) with its bootstrap
-    interval (``bench.stats.ratio_interval``). Long format: ``a``, ``b``, ``ratio``, ``low``,
+    interval (``bench.analysis.stats.ratio_interval``). Long format: ``a``, ``b``, ``ratio``, ``low``,
     ``high``, ``verdict`` ("slower", "faster", "tie" when the interval holds 1, "none" without
     an interval)."""
     confidence = check_confidence(confidence)

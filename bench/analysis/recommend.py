@@ -17,7 +17,7 @@ threshold, or over budget) or **open** (no rule broken, but too few cases to sho
 in the rows), a rerun cannot take more scenes than it holds: such an open configuration is
 *undecided* by a rerun, and its reason says the best bound the whole set can show and what
 would decide instead (more problems, a looser threshold). Rates count distinct cases, each once with its worst outcome
-(``bench.results``). Every number comes from verified outcomes: a solver's own status flag
+(``bench.analysis.results``). Every number comes from verified outcomes: a solver's own status flag
 never decides anything here.
 """
 
@@ -31,7 +31,7 @@ import pandas as pd
 
 from solvers.errors import ProblemError
 
-from . import intervals, results, stats
+from bench.analysis import intervals, results, stats
 
 #: one row per configuration, family, kind and batch size
 KEYS = ["config", "solver_label", "device", "dtype", "family_label", "kind", "n_scenes"]
@@ -186,7 +186,7 @@ def unproven_why(rows: pd.DataFrame) -> str:
 
 
 def assess(rows: pd.DataFrame, thresholds: Thresholds = Thresholds()) -> Recommendation:
-    """Judge every configuration of ``rows`` (cell rows from ``bench.results.load`` or
+    """Judge every configuration of ``rows`` (cell rows from ``bench.analysis.results.load`` or
     ``prepare``, which add ``config``, ``case_id`` and ``rank_us``) against ``thresholds``
     (see the module docstring)."""
     if rows.empty:
@@ -281,7 +281,7 @@ def by_truth_class(rows: pd.DataFrame, table: pd.DataFrame | None = None) -> pd.
 def _rank_qualifying(table: pd.DataFrame) -> pd.DataFrame:
     """``rank`` of the qualifying rows by time within each family, kind and batch size (the
     same problems), with ties (overlapping time intervals with the tie group's fastest,
-    ``bench.results.mark_ties``); NaN for the others."""
+    ``bench.analysis.results.mark_ties``); NaN for the others."""
     table = table.assign(rank=np.nan, tied=False)
     q = table[table["status"] == "qualifies"]
     for _, grp in q.groupby(["family", "kind", "scenes"], sort=False):

@@ -2,7 +2,7 @@
 written as numbers. ``report``, ``publish`` and ``recommend`` are presenters over it.
 
 * **Loading** (``load``, ``prepare``): every readable cell row of some runs
-  (``bench.rundir.load_cells``), with ``config`` (the configuration label), ``case_id`` (the
+  (``bench.engine.rundir.load_cells``), with ``config`` (the configuration label), ``case_id`` (the
   case key) and ``rank_us`` (the ranking time).
 * **A configuration** is solver label (name and settings) x dtype x device, and the host
   when runs of several machines are merged (``config_label``).
@@ -34,8 +34,8 @@ from problems.kinds.checks import OUTCOMES
 
 from solvers.errors import ProblemError
 
-from .rundir import load_cells
-from .schema import TIMING, kind_or_none, outcome_columns
+from bench.engine.rundir import load_cells
+from bench.analysis.schema import TIMING, kind_or_none, outcome_columns
 
 #: outcomes from worst to best: a case answered several times keeps the first of these it got.
 SEVERITY = ("false_accept", "failed", "uncertain", "false_reject", "suboptimal", "correct")
@@ -50,7 +50,7 @@ CASE_KEY = ["case_id"]
 def load(run_dirs: list[Path | str]) -> pd.DataFrame:
     """All readable cell rows of the given run directories, ``prepare``d. An unreadable or
     damaged cell file is skipped with a warning naming it; ``ProblemError`` when nothing at
-    all is readable (``bench.rundir.load_cells``)."""
+    all is readable (``bench.engine.rundir.load_cells``)."""
     return prepare(load_cells(run_dirs)[0])
 
 
@@ -137,7 +137,7 @@ def case_counts(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 def summarize(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """One row per group of ``keys``: ``n`` (distinct cases), outcome counts over the
     distinct cases (``case_counts``; the outcomes the kinds present give), median timings
-    (``bench.schema.TIMING``) and the kinds' own aggregations (a column only where some
+    (``bench.analysis.schema.TIMING``) and the kinds' own aggregations (a column only where some
     group has a value). Every table of the report, the dashboard, the seed-002 tables and
     asv's tracks is built from it."""
     missing = {column: float("nan") for column, _how in TIMING.values() if column not in rows}
@@ -164,7 +164,7 @@ def summarize(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- ranking
 def rank(table: pd.DataFrame, by: str = "rank_us") -> pd.DataFrame:
     """Configurations of ``table`` (one row each, with ``n``, ``false_accept``, ``correct``
-    (or ``correct_pct``) and, where ``bench.intervals.with_intervals`` added them, the rate and time intervals)
+    (or ``correct_pct``) and, where ``bench.analysis.intervals.with_intervals`` added them, the rate and time intervals)
     in ranking order: fewest false accepts, then most correct (both per distinct case), then
     fastest by ``by`` (default ``rank_us``, the ranking time; ``us_per_case``: the solve
     alone). Adds ``rank`` (1 = best, first column) and ``tied`` (True when the rank is

@@ -7,7 +7,7 @@ columns, and the columns of the cell's kind (``Kind.columns``: verdict, checks, 
 ``outcome``). Its parquet metadata records ``contactbench_schema`` = ``SCHEMA_VERSION``.
 
 How rows are counted and aggregated into tables (``summarize``: distinct cases, median
-timings ``TIMING``, each kind's own aggregations) is ``bench.results``.
+timings ``TIMING``, each kind's own aggregations) is ``bench.analysis.results``.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ TIMING = {"ms_per_256": ("ms_per_256", "median"), "us_per_lp": ("us_per_lp", "me
           "iqr_ms": ("ms_batch_iqr", "median"), "compile_s": ("compile_s", "median"),
           "peak_rss_mb": ("peak_rss_mb", "max"), "device_peak_mb": ("device_peak_mb", "max")}
 #: per-repeat batch times (ms, one array per row, the same on every row of a cell): the
-#: samples of the bootstrap intervals on median times (``bench.stats.median_interval``).
+#: samples of the bootstrap intervals on median times (``bench.analysis.stats.median_interval``).
 REPEAT_COLUMNS = ("ms_repeats", "end_to_end_ms_repeats")
 #: the report's groups, and how the report names them.
 REPORT_GROUP = ["family_label", "kind", "solver_label", "device", "dtype", "n_scenes"]
@@ -65,7 +65,7 @@ def upgrade(rows: pd.DataFrame, version: int, source: str = "rows") -> pd.DataFr
     ``device_model`` (''). Version 3 lacks the per-repeat times ``ms_repeats`` and
     ``end_to_end_ms_repeats`` (None: no timing interval can be given). Version 4 lacks
     ``case_hash`` ('': such rows name a case by family, parameters, size, seed and index,
-    ``bench.results.case_ids``). Version 5 lacks ``generator_version`` (1: every family's
+    ``bench.analysis.results.case_ids``). Version 5 lacks ``generator_version`` (1: every family's
     first sampler). Versions 5 and 6 hold ``case_hash`` fingerprints of the first
     ``ProblemBatch.case_hashes``, which gave the exit LPs of ``+u`` and ``-u`` one
     fingerprint: they are dropped ('', the legacy key). A newer version raises
@@ -96,7 +96,7 @@ def upgrade(rows: pd.DataFrame, version: int, source: str = "rows") -> pd.DataFr
 
 
 #: columns a cell file cannot do without (a file lacking one is skipped, named, by every
-#: reader: ``bench.rundir.read_cell``); every other column of ``COLUMNS`` and of the kinds is
+#: reader: ``bench.engine.rundir.read_cell``); every other column of ``COLUMNS`` and of the kinds is
 #: filled in when missing (``complete``).
 REQUIRED_COLUMNS = ("run_id", "cell_id", "family", "kind", "solver", "dtype", "device", "n_scenes", "lp_index",
                     "outcome")

@@ -22,20 +22,26 @@ import sys
 # the runner's setting for XLA's CPU runtime (large vmapped batches wedged its Eigen pool),
 # from the one place it is defined (imports no JAX)
 try:
-    from bench.execute import worker_xla_flags
-except ImportError:  # an older commit
-    from bench.runner import worker_xla_flags
+    from bench.engine.execute import worker_xla_flags
+except ImportError:  # a commit before bench's subpackages
+    try:
+        from bench.execute import worker_xla_flags
+    except ImportError:  # an older commit
+        from bench.runner import worker_xla_flags
 os.environ["XLA_FLAGS"] = worker_xla_flags(os.environ.get("XLA_FLAGS"))
 try:  # and XLA:CPU's one-thread pool (jaxlib 0.10's batched LAPACK kernels deadlock a full pool)
-    from bench.execute import worker_thread_env
+    try:
+        from bench.engine.execute import worker_thread_env
+    except ImportError:  # a commit before bench's subpackages
+        from bench.execute import worker_thread_env
 
     os.environ.update(worker_thread_env())
 except ImportError:  # an older commit
     pass
 
-import bench.runner  # noqa: E402,F401  (imported once in asv's server: numpy, scipy, pandas, highspy)
-
 from . import perf  # noqa: E402  (imports no JAX)
+
+perf.bench_module("runner")  # imported once in asv's server: numpy, scipy, pandas, highspy
 
 # The parameters come from a subprocess: asv forks every benchmark from a server process that
 # imported this module, and a child forked from an initialised JAX runtime can deadlock.

@@ -14,6 +14,7 @@ that are not installed and GPU devices that are not present: ``prepared_cell`` r
 
 from __future__ import annotations
 
+import importlib
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -21,20 +22,37 @@ from typing import Any
 import problems
 import solvers
 
-from bench.grid import DEVICES, DTYPES, Cell, expand, parse_family
+#: bench's subpackages (commits before them kept every module in bench/ itself)
+PACKAGES = ("engine", "analysis", "reporting", "studies", "tools")
+
+
+def bench_module(name: str):
+    """bench's module ``name`` wherever the commit under test keeps it: ``bench.<package>.name``
+    or, in commits before the subpackages, ``bench.name``."""
+    for package in PACKAGES:
+        try:
+            return importlib.import_module(f"bench.{package}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name not in (f"bench.{package}", f"bench.{package}.{name}"):
+                raise
+    return importlib.import_module(f"bench.{name}")
+
+
+_grid = bench_module("grid")
+DEVICES, DTYPES, Cell, expand, parse_family = (_grid.DEVICES, _grid.DTYPES, _grid.Cell, _grid.expand,
+                                               _grid.parse_family)
 
 #: scenes per cell in asv's time_ and track_ benchmarks (small: asv runs every cell).
 ASV_N = 16
 #: scenes in the peakmem_ benchmarks (a large batch).
 PEAKMEM_N = 1024
 def _default_kinds() -> tuple[str, ...]:
-    """The problem kinds of ``make run``'s default preset (``bench.grid.PRESETS``, the one
+    """The problem kinds of ``make run``'s default preset (``bench.engine.grid.PRESETS``, the one
     definition; commits before it kept the presets in the CLI)."""
-    try:
-        from bench.grid import PRESETS
-    except ImportError:
-        from bench.cli import PRESETS
-    return tuple(PRESETS["default"]["kinds"])
+    presets = getattr(_grid, "PRESETS", None)
+    if presets is None:
+        from bench.cli import PRESETS as presets
+    return tuple(presets["default"]["kinds"])
 
 
 #: the problem kinds the suites cover (those of ``make run``'s default preset).
@@ -67,9 +85,7 @@ def _refusal(cls: Any, family_spec: str) -> str | None:
     ``Capabilities.accepts`` (older commits: their own class and structure check)."""
     caps = cls.CAPABILITIES
     if hasattr(caps, "accepts"):
-        from bench.grid import traits
-
-        return caps.accepts(traits(problems.FamilySpec.parse(family_spec)))
+        return caps.accepts(_grid.traits(problems.FamilySpec.parse(family_spec)))
     fam_name, params = parse_family(family_spec)  # commits before the one capability filter
     family = problems.families()[fam_name]
     structure = family.structure(params)
@@ -94,7 +110,7 @@ def configs(family_spec: str) -> list[str]:
 
 def cell_for(family_spec: str, config: str, n: int, seed: int = 0, repeats: int = 1) -> Cell:
     """The grid's cell for a config, or ``NotImplementedError`` with the reason it cannot run."""
-    from bench.env import has_gpu
+    has_gpu = bench_module("env").has_gpu
 
     solver, dtype, device = config.split("/")
     fam_name, params = parse_family(family_spec)
@@ -157,9 +173,9 @@ def prepared_cell(family_spec: str, config: str, n: int, seed: int = 0) -> Prepa
     from solvers.types import check_standard_form
 
     try:
-        from bench.cell import batch_for
+        batch_for = bench_module("cell").batch_for
     except ImportError:  # an older commit
-        from bench.runner import batch_for
+        batch_for = bench_module("runner").batch_for
 
     cell = cell_for(family_spec, config, n, seed)
     batch = batch_for(cell)
@@ -187,7 +203,7 @@ def outcome_counts(family_spec: str, n: int = ASV_N, seed: int = 0, timeout: flo
 
     import pandas as pd
 
-    from bench.runner import run_cells
+    run_cells = bench_module("runner").run_cells
 
     cells, skipped = {}, {}
     for config in configs(family_spec):
@@ -209,13 +225,13 @@ def outcome_counts(family_spec: str, n: int = ASV_N, seed: int = 0, timeout: flo
 def _counts(rows) -> dict[str, int]:
     """Outcome counts of one cell's rows (every outcome, 0 where absent: asv tracks a fixed
     set), through the results schema's aggregation where the commit has one."""
-    from bench.verify import OUTCOMES
+    OUTCOMES = bench_module("verify").OUTCOMES
 
     if rows is None:
         return {o: 0 for o in OUTCOMES}
     try:
-        from bench.results import summarize
-    except ImportError:  # an older commit
+        summarize = bench_module("results").summarize
+    except (ImportError, AttributeError):  # an older commit
         found = rows["outcome"].value_counts()
         return {o: int(found.get(o, 0)) for o in OUTCOMES}
     table = summarize(rows, ["cell_id"]).iloc[0]

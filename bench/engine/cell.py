@@ -27,11 +27,11 @@ from solvers import STATUS_TEXT, check_standard_form
 from solvers.types import text_column
 from solvers.timing import repeat_orders, timed_solve
 
-from .env import device_memory, jax_devices, malloc_settings, peak_rss_mb, reset_peak_rss, solver_versions
-from .grid import Cell
-from .reference import reference
-from .schema import REPEAT_COLUMNS
-from .verify import DEFAULT_TOLERANCES, judge
+from bench.engine.env import device_memory, jax_devices, malloc_settings, peak_rss_mb, reset_peak_rss, solver_versions
+from bench.engine.grid import Cell
+from bench.engine.reference import reference
+from bench.analysis.schema import REPEAT_COLUMNS
+from bench.engine.verify import DEFAULT_TOLERANCES, judge
 
 #: ``ms_per_256`` reports milliseconds per this many scenes.
 CASES_PER_REPORT = 256
@@ -45,7 +45,7 @@ def _on_jax(adapter) -> bool:
 
 
 def devices_seen(adapter) -> str:
-    """``env_jax_devices``: JAX's devices in this process (``bench.env.jax_devices``) where the
+    """``env_jax_devices``: JAX's devices in this process (``bench.engine.env.jax_devices``) where the
     adapter computes with JAX, '' where it does not: a HiGHS cell never imports JAX (1.3 s of a
     fresh worker's start). Where the adapter could not be built (``None``), JAX's devices if
     the attempt imported JAX, else ''."""
@@ -154,11 +154,11 @@ def timing_columns(times_s: np.ndarray, first_s: float, n_scenes: int, n_problem
 
 def worst_of_repeats(batch: problems.ProblemBatch, solutions, ref: pd.DataFrame):
     """``(solution, judged rows)``: every timed repeat's answers verified (``judge``), and per
-    case the answer of the repeat judged worst (``bench.results.SEVERITY``; the last of equals),
+    case the answer of the repeat judged worst (``bench.analysis.results.SEVERITY``; the last of equals),
     so that an answer a later repeat got wrong is never hidden behind an earlier right one."""
     from solvers import BatchSolution
 
-    from .results import SEVERITY
+    from bench.analysis.results import SEVERITY
 
     judged = [judge(batch, s, ref, DEFAULT_TOLERANCES) for s in solutions]
     if len(judged) == 1:

@@ -5,7 +5,7 @@ its reference and the rows of a cell that never comes back), computes the refere
 its cache lacks as Dask tasks, and submits one task per cell. A task runs on one worker:
 it regenerates the batch from ``(family, params, n, seed)`` (generators are pure) and
 refuses to run when its content hash differs from the client's, then runs the cell in a
-supervised child process of that worker (``bench.execute.LocalPool``: timeout, crash and
+supervised child process of that worker (``bench.engine.execute.LocalPool``: timeout, crash and
 stall isolation, exactly as on one machine) and returns the rows as an Arrow table (IPC
 bytes). Problem arrays never travel through the scheduler. The client alone writes each
 cell, atomically, under ``results/runs/<run_id>/``.
@@ -15,9 +15,9 @@ time); with ``--exclusive`` a cell holds a cluster-wide ``distributed.Lock`` nam
 host while it runs (one timed cell per host). A worker that dies is survived: the scheduler
 retries its cell once on another worker (``distributed.scheduler.allowed-failures`` = 1,
 ``DASK_CONFIG``), then the cell is recorded ``failed`` with the reason. A large problem
-set's reference is computed in chunks (``bench.reference.CHUNK_CASES``), one task per chunk,
+set's reference is computed in chunks (``bench.engine.reference.CHUNK_CASES``), one task per chunk,
 so every worker takes part; the answers are scattered once per problem set and a cell's
-task carries only their future. Problem arrays never travel. ``bench.runner`` is the client side.
+task carries only their future. Problem arrays never travel. ``bench.engine.runner`` is the client side.
 """
 
 from __future__ import annotations
@@ -37,12 +37,12 @@ import pandas as pd
 from solvers import BatchSolution
 from solvers.errors import BenchError, ProblemError
 
-from . import dask_worker
-from .cell import batch_for, batch_name, failed_rows, saved_or_new_batch
-from .env import host_environment
-from .grid import Cell
-from .reference import cached_answers, cached_reference, chunks, missing_chunks, solve_reference, store_reference
-from .rundir import read_cell
+from bench.engine import dask_worker
+from bench.engine.cell import batch_for, batch_name, failed_rows, saved_or_new_batch
+from bench.engine.env import host_environment
+from bench.engine.grid import Cell
+from bench.engine.reference import cached_answers, cached_reference, chunks, missing_chunks, solve_reference, store_reference
+from bench.engine.rundir import read_cell
 
 #: seconds the client waits for an existing scheduler before giving up (exit 2)
 CONNECT_TIMEOUT = 10.0
@@ -56,8 +56,8 @@ DASK_CONFIG = {
     # a worker holds only the cells it runs (one per thread), not a queue of them: a cell
     # waits at the scheduler, so a worker that dies takes only its running cell along
     "distributed.scheduler.worker-saturation": 1.0,
-    # every worker runs ``bench.dask_worker.dask_setup`` when it starts (quiet shutdown, warm pools)
-    "distributed.worker.preload": ["bench.dask_worker"],
+    # every worker runs ``bench.engine.dask_worker.dask_setup`` when it starts (quiet shutdown, warm pools)
+    "distributed.worker.preload": ["bench.engine.dask_worker"],
     # the reference answers scattered to every worker stay on every worker: the Active Memory
     # Manager (ReduceReplicas, every 2 s) would drop all copies but one, and the cells that
     # need them were cancelled ("lost", unwritten) when that one's worker died
@@ -95,7 +95,7 @@ def connect(scheduler: str | None = None, workers: int = 1, resources: dict[str,
 
     ``warm``: the dtypes whose cell processes every worker starts at once (``warm_pools``),
     so that their start-up overlaps the client's work before the first cell: an embedded
-    worker as it starts (``bench.dask_worker.WARM_ENV``), the workers of ``scheduler``
+    worker as it starts (``bench.engine.dask_worker.WARM_ENV``), the workers of ``scheduler``
     once connected.
 
     ``resources`` are the embedded cluster's, in all (``{"GPU": 2}``: two GPUs here), not each
@@ -129,7 +129,7 @@ def connect(scheduler: str | None = None, workers: int = 1, resources: dict[str,
         cluster.worker_spec.update(specs)
         cluster.scale(workers)  # starts the workers just specified
         client = Client(cluster, set_as_default=False)
-        from .execute import STARTUP_SECONDS
+        from bench.engine.execute import STARTUP_SECONDS
 
         try:
             client.wait_for_workers(workers, timeout=STARTUP_SECONDS)
@@ -219,7 +219,7 @@ def local_resources(cells: list[Cell]) -> dict[str, float] | None:
     """Resources of an embedded cluster for ``cells``, in all: ``GPU`` = the GPUs JAX sees
     here when a cell needs one (JAX is imported only then), else none. ``connect`` gives each
     GPU to one worker."""
-    from .env import gpu_count
+    from bench.engine.env import gpu_count
 
     return {"GPU": gpu_count()} if any(c.device == "gpu" for c in cells) else None
 
@@ -279,14 +279,14 @@ def _worker_batch(cell: Cell, expected_hash: str):
 
 def reference_task(cell: Cell, expected_hash: str, part: slice):
     """On a worker: the reference's answers for the cases ``part`` (one chunk,
-    ``bench.reference.chunks``) of the cell's problem set (generated on the worker)."""
+    ``bench.engine.reference.chunks``) of the cell's problem set (generated on the worker)."""
     return solve_reference(_worker_batch(cell, expected_hash).subset(part))
 
 
 def cell_task(cell: Cell, run_id: str, timeout: float, stall: float, expected_hash: str, ref_solution,
               exclusive: bool = False, topic: str | None = None) -> dict[str, Any]:
     """On a worker: run one cell in a supervised child process (``timeout`` and ``stall`` in
-    seconds, see ``bench.execute``) against the reference answers ``ref_solution`` (scattered
+    seconds, see ``bench.engine.execute``) against the reference answers ``ref_solution`` (scattered
     once by the client: a future in the task, the data on the worker) and return ``state``, ``reason``, ``rows`` (Arrow IPC
     bytes), ``log`` (the tail of the cell's output), ``host`` and ``worker``. With
     ``exclusive`` the cell holds the cluster-wide lock of its host while it runs: one timed
@@ -319,14 +319,14 @@ def cell_task(cell: Cell, run_id: str, timeout: float, stall: float, expected_ha
         if not saved:  # only a batch whose hash matched is kept for the next cells
             batch.save(work / "batches", batch_name(cell))
         out, log = work / f"{cell.cell_id}.parquet", work / "logs" / f"{cell.cell_id}.log"
-        from .execute import cell_job
+        from bench.engine.execute import cell_job
 
         job = (cell_job, (cell, env, run_id, str(out), str(log), str(cache), str(work / "batches")))
         state, reason = pool.run(job, cell.dtype, timeout, stall)
         if state == "done" and out.exists():
             rows = read_cell(out)
         else:
-            from .execute import log_tail
+            from bench.engine.execute import log_tail
 
             reason = f"{reason or 'worker answered without writing results'}\n{log_tail(log)}"
             state = state if state != "done" else "crashed"
@@ -401,8 +401,8 @@ def from_arrow(data: bytes) -> pd.DataFrame:
 # ------------------------------------------------------------------ client side
 def references(client, cells: list[Cell], batches: dict, cache_dir: Path | None) -> None:
     """Fill the reference ``rows`` and ``answers`` of each problem set of ``batches``
-    (problem key -> ``bench.problemsets.ProblemSet``): chunk by chunk
-    (``bench.reference.chunks``) from the client's cache, or computed as Dask tasks, one per
+    (problem key -> ``bench.engine.problemsets.ProblemSet``): chunk by chunk
+    (``bench.engine.reference.chunks``) from the client's cache, or computed as Dask tasks, one per
     missing chunk, spread over every worker, and cached here. The answers are scattered to
     the cluster once per problem set (``answers`` is that future): cell tasks carry the
     future, never the arrays."""
@@ -460,7 +460,7 @@ def dask_environment(config: dict | None = None) -> dict[str, str]:
 # ------------------------------------------------------------------ HPC clusters
 def shell_export(name: str, value: str) -> str:
     """``export NAME="value"``, a line of a job script: inside the double quotes the shell
-    neither splits nor globs the value (``['bench.cluster']`` arrives as written, quotes
+    neither splits nor globs the value (``['bench.engine.cluster']`` arrives as written, quotes
     and brackets included), while ``$VAR`` and ``${VAR:-default}`` still expand. ``\\``,
     ``"`` and backticks in ``value`` are escaped."""
     escaped = "".join("\\" + ch if ch in '\\"`' else ch for ch in value)

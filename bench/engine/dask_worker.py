@@ -1,8 +1,8 @@
 """What runs inside a Dask worker of a run before and around its cells: Dask's preload hook
-(``dask_setup``, named in ``bench.cluster.DASK_CONFIG``), the worker's pool of cell
+(``dask_setup``, named in ``bench.engine.cluster.DASK_CONFIG``), the worker's pool of cell
 processes (``worker_pool``) and its early start (``warm_pool``).
 
-Kept apart from ``bench.cluster`` and light to import (no pandas, no problem families):
+Kept apart from ``bench.engine.cluster`` and light to import (no pandas, no problem families):
 Dask imports the preload module before the worker registers, so every import here delays
 the worker, and with it the cell processes it starts.
 """
@@ -17,7 +17,7 @@ import os
 HEARTBEAT_FAILURE = "Failed to communicate with scheduler during heartbeat"
 
 #: environment variable of an embedded worker: the dtypes (comma-separated) whose cell
-#: processes it starts as it starts (``bench.cluster.connect``'s ``warm``)
+#: processes it starts as it starts (``bench.engine.cluster.connect``'s ``warm``)
 WARM_ENV = "CONTACTBENCH_WARM_DTYPES"
 
 
@@ -39,12 +39,12 @@ class ClosingHeartbeatFilter(logging.Filter):
         return not (self.worker.status in self.closing and str(record.msg).startswith(HEARTBEAT_FAILURE))
 
 
-#: set (to 1) in the environment of an embedded cluster's workers (``bench.cluster.connect``)
+#: set (to 1) in the environment of an embedded cluster's workers (``bench.engine.cluster.connect``)
 EMBEDDED_ENV = "CONTACTBENCH_EMBEDDED_WORKER"
 
 
 def dask_setup(worker) -> None:
-    """Dask's preload hook (``distributed.worker.preload`` in ``bench.cluster.DASK_CONFIG``),
+    """Dask's preload hook (``distributed.worker.preload`` in ``bench.engine.cluster.DASK_CONFIG``),
     run by every worker as it starts: its logger ``distributed.worker`` gets a
     ``ClosingHeartbeatFilter``, and it starts the cell processes of the dtypes named in
     ``WARM_ENV`` (``warm_pool``). An embedded cluster's worker (``EMBEDDED_ENV``) leaves
@@ -61,14 +61,14 @@ def dask_setup(worker) -> None:
 
 def worker_pool(worker=None):
     """``(worker, pool)``: this Dask worker and its pool of supervised cell processes
-    (``bench.execute.LocalPool``, one process per dtype), kept on the worker object so that
+    (``bench.engine.execute.LocalPool``, one process per dtype), kept on the worker object so that
     imports and JAX start-up are paid once per worker. ``worker``: default the one running
     this task."""
     if worker is None:
         from distributed import get_worker
 
         worker = get_worker()
-    from .execute import LocalPool
+    from bench.engine.execute import LocalPool
 
     pool = getattr(worker, "_contactbench_pool", None)
     if pool is None:
@@ -84,8 +84,8 @@ def worker_pool(worker=None):
 def warm_pool(dtypes: list[str], dask_worker=None) -> list[str]:
     """Start this worker's cell process of each of ``dtypes`` (``LocalPool.warm``) without
     waiting for it; returns the dtypes started (none where they run already). Called by
-    ``dask_setup`` or by ``client.run`` (``bench.cluster.warm_pools``), both on the worker's
+    ``dask_setup`` or by ``client.run`` (``bench.engine.cluster.warm_pools``), both on the worker's
     event-loop thread, which lives as long as the worker: a cell process dies with the thread
-    that started it (``bench.execute``)."""
+    that started it (``bench.engine.execute``)."""
     _worker, pool = worker_pool(dask_worker)
     return [dtype for dtype in dtypes if pool.warm(dtype)]

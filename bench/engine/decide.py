@@ -19,7 +19,7 @@ from typing import Callable
 
 import pandas as pd
 
-from . import recommend, results
+from bench.analysis import recommend, results
 
 #: the groups a run decides: one answer per family, kind and device
 GROUP = ["family", "kind", "device"]
@@ -104,7 +104,7 @@ def decide(rows: pd.DataFrame, cells: list, run: Callable[[list], list], budget_
             (result,) = run([cell])
             cell_rows = result.rows
             if cell_rows is None and result.state == "skipped":  # finished before a --resume
-                from .rundir import read_cell
+                from bench.engine.rundir import read_cell
 
                 cell_rows = read_cell(result.path)
             if result.state not in ("done", "skipped") or cell_rows is None or cell_rows.empty:

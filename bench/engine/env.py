@@ -11,7 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 PACKAGES = ("contactbench", "numpy", "scipy", "pandas", "highspy", "jax", "jaxlib", "linrax")
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 #: names this machine in the rows' ``env_host`` instead of its hostname (e.g. to tell apart

@@ -7,7 +7,7 @@ that uses no CPU for ``STALL_SECONDS`` (a wedged XLA runtime) is killed and the 
 once in a fresh worker. Workers die with the parent (``PR_SET_PDEATHSIG``) and never write
 once it is gone; a worker's start-up is waited for before a cell's clock starts.
 
-Each Dask worker of a run (``bench.cluster.cell_task``) keeps one ``LocalPool`` and runs
+Each Dask worker of a run (``bench.engine.cluster.cell_task``) keeps one ``LocalPool`` and runs
 its cells through ``LocalPool.run(job, dtype, timeout, stall)``. (``PR_SET_PDEATHSIG``
 follows the thread that started the child: a Dask worker's task threads live as long as
 the worker.)
@@ -24,8 +24,8 @@ from pathlib import Path
 
 #: modules a worker imports before it says it is ready: those of a cell job, so that their
 #: import is start-up (outside every cell's timeout) while this module stays light to import
-#: (a Dask worker imports it before it registers, ``bench.dask_worker``)
-WORKER_IMPORTS = ("bench.cell", "bench.rundir")
+#: (a Dask worker imports it before it registers, ``bench.engine.dask_worker``)
+WORKER_IMPORTS = ("bench.engine.cell", "bench.engine.rundir")
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -99,9 +99,9 @@ def output_to(path: Path | str, append: bool = False) -> None:
 
 def cell_job(cell, env, run_id, out, log, cache, batches, *, parent_pid: int) -> None:
     """A worker's cell job: run the cell with C-level stdout/stderr in the file ``log`` and
-    write its parquet to ``out`` (see ``bench.cell.solve_cell``)."""
-    from .cell import solve_cell
-    from .rundir import write_cell
+    write its parquet to ``out`` (see ``bench.engine.cell.solve_cell``)."""
+    from bench.engine.cell import solve_cell
+    from bench.engine.rundir import write_cell
 
     output_to(log)
     rows = solve_cell(cell, env, run_id, Path(cache) if cache else None, Path(batches))
@@ -126,9 +126,9 @@ STARTUP_SECONDS = 300.0
 #: glibc allocator settings given to worker processes (unless the user set them): large
 #: buffers freed by one solve stay in the process's heap for the next instead of going back
 #: to the kernel (glibc's default for blocks of a few MB), so a repeat does not pay a page
-#: fault per 4 KiB again. On this project's 2-core VM that was 3 ms of a 65,536-case
+#: fault per 4 KiB again. On a 2-core CPU that was 3 ms of a 65,536-case
 #: linrax cell's 6 ms of host-side work, and 10 ms of its 88 ms solve (``python -m
-#: bench.overhead``); every adapter of a run gets the same setting, and rows record it
+#: bench.studies.overhead``); every adapter of a run gets the same setting, and rows record it
 #: (``env_malloc``).
 WORKER_MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(1 << 32)}
 
@@ -148,7 +148,7 @@ WORKER_THREAD_ENV = {"PJRT_NPROC": "1"}
 #: GPU memory in worker processes: allocated as needed, not 75 % of the card up front (JAX's
 #: default, ``XLA_PYTHON_CLIENT_PREALLOCATE``), unless the user set it. Every worker process
 #: that starts JAX starts its CUDA client too, a CPU cell's included, and several such
-#: processes on one GPU (a Dask worker's cell process, ``bench.overhead``'s, the reference
+#: processes on one GPU (a Dask worker's cell process, ``bench.studies.overhead``'s, the reference
 #: workers') would otherwise each claim three quarters of it, more than the card has between
 #: them. Rows record the setting (``env_xla_preallocate``).
 WORKER_GPU_ENV = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
@@ -215,7 +215,7 @@ class _Worker:
         ours, theirs = socket.socketpair()
         with ours, theirs:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", f"from bench.execute import serve_fd; serve_fd({theirs.fileno()}, {os.getpid()})"],
+                [sys.executable, "-c", f"from bench.engine.execute import serve_fd; serve_fd({theirs.fileno()}, {os.getpid()})"],
                 env=worker_environment(defaults), pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
                 process_group=0)  # the terminal's Ctrl-C goes to contactbench, which ends its workers
             self.conn = Connection(os.dup(ours.fileno()))

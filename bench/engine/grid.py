@@ -160,7 +160,7 @@ def devices_of(device: str, solver_specs=None) -> list[str]:
     adapters), ``auto`` asks JAX for a GPU only when one of them can run on a GPU: asking
     imports JAX (about 1.4 s), which a run of CPU adapters alone never needs."""
     if device == "auto":
-        from .env import has_gpu
+        from bench.engine.env import has_gpu
 
         if solver_specs is not None and not _any_can_use_a_gpu(solver_specs):
             return ["cpu"]

@@ -49,7 +49,7 @@ def check(grid: dict[str, Any], source: str = "grid") -> dict[str, Any]:
     """``grid`` with every value in the form ``run`` takes (lists for the list keys), after
     checking that each key is known and each value of its type: ``ProblemError`` naming
     ``source``, the key and what it holds otherwise. The values themselves (a family's name,
-    a size's range) are checked where the grid is built (``bench.grid.plan``)."""
+    a size's range) are checked where the grid is built (``bench.engine.grid.plan``)."""
     if not isinstance(grid, dict):
         raise ProblemError(f"{source}: expected a table of grid options, got {type(grid).__name__}")
     checked: dict[str, Any] = {}

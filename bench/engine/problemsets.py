@@ -4,7 +4,7 @@ A family's sampler is a plug-in: it may loop for ever, call ``sys.exit``, crash 
 interpreter, or return problems no cell could be judged on (NaN, an asymmetric ``P``, a
 value at the reference solver's infinity, fewer problems than asked). ``prepare`` runs
 every distinct problem set of a grid through the same supervised worker process as a
-cell (``bench.execute``: timeout, crash and stall isolation), checks each batch
+cell (``bench.engine.execute``: timeout, crash and stall isolation), checks each batch
 (``Kind.check_batch``) and saves it under a folder; the first failure is a
 ``ProblemError`` naming the family spec and the problem, raised before anything of the
 run is created (the CLI exits 2 with it).
@@ -21,15 +21,15 @@ import pandas as pd
 from problems import ProblemBatch, get_kind
 from solvers.errors import ProblemError
 
-from .cell import batch_for, batch_name
-from .execute import RAISED, cap_file
-from .grid import Cell
+from bench.engine.cell import batch_for, batch_name
+from bench.engine.execute import RAISED, cap_file
+from bench.engine.grid import Cell
 
 @dataclass
 class ProblemSet:
     """One distinct problem set of a run, as the client holds it: the ``batch`` (read back
     from ``batches/``), its ``digest`` (``ProblemBatch.content_hash``: a worker regenerates
-    the set and must get these bytes), and once ``bench.cluster.references`` has filled
+    the set and must get these bytes), and once ``bench.engine.cluster.references`` has filled
     them, the reference ``rows`` (one per case) and ``answers`` (the reference's
     ``BatchSolution``, as the Dask future it was scattered to the workers as)."""
 
@@ -61,7 +61,7 @@ def generate_job(cell: Cell, folder: str, *, parent_pid: int) -> None:
     """A worker job: generate the cell's problem set, check it (``Kind.check_batch``) and
     save it under ``folder`` (``ProblemBatch.save``, named ``batch_name(cell)``); what the
     sampler prints, and the traceback of its failure, go to ``folder/generate.log``."""
-    from .execute import exit_if_orphaned, output_to
+    from bench.engine.execute import exit_if_orphaned, output_to
 
     output_to(Path(folder) / LOG_NAME, append=True)
     batch = batch_for(cell)
@@ -121,7 +121,7 @@ def missing_sets(cells: list[Cell], folders: list[Path]) -> list[Cell]:
 def digest_job(cell: Cell, out: str, *, parent_pid: int) -> None:
     """A worker job: the content hash of the cell's problem set as generated now, written to
     the file ``out``."""
-    from .execute import exit_if_orphaned
+    from bench.engine.execute import exit_if_orphaned
 
     digest = batch_for(cell).content_hash()
     exit_if_orphaned(parent_pid)
@@ -151,7 +151,7 @@ def prepare(cells: list[Cell], folder: Path, timeout: float, also_in: list[Path]
     generated again and must hold the same bytes; ``ProblemError`` naming the first that
     changed (a ``files`` folder edited since, another sampler version): a run never holds
     two problem sets under one name."""
-    from .execute import LocalPool
+    from bench.engine.execute import LocalPool
 
     if not (isinstance(timeout, (int, float)) and timeout > 0):
         raise ProblemError(f"timeout: expected a number of seconds > 0, got {timeout!r}")
@@ -160,7 +160,7 @@ def prepare(cells: list[Cell], folder: Path, timeout: float, also_in: list[Path]
     if not todo and not saved:
         return 0
     Path(folder).mkdir(parents=True, exist_ok=True)
-    from .execute import STARTUP_SECONDS
+    from bench.engine.execute import STARTUP_SECONDS
 
     with LocalPool() as pool:
         state, reason = pool.run((warm_up_job, ()), POOL_KEY, STARTUP_SECONDS)

@@ -40,8 +40,8 @@ import pandas as pd
 from problems import ProblemBatch, get_kind
 from solvers import BatchSolution
 
-from .rundir import write_bytes_atomic
-from .verify import DEFAULT_TOLERANCES, Tolerances
+from bench.engine.rundir import write_bytes_atomic
+from bench.engine.verify import DEFAULT_TOLERANCES, Tolerances
 
 CACHE_ENV = "CONTACTBENCH_CACHE"
 REFERENCE_VERSION = "6"  # bump when the verifier's rules change: a cached entry is checked against them
@@ -129,7 +129,7 @@ def cache_path(batch: ProblemBatch, tol: Tolerances = DEFAULT_TOLERANCES, cache_
     return directory / f"v{REFERENCE_VERSION}-{batch.content_hash()[:32]}-{key}.npz"
 
 
-#: cases per reference chunk: a large batch's reference is computed (``bench.cluster``: one
+#: cases per reference chunk: a large batch's reference is computed (``bench.engine.cluster``: one
 #: Dask task per chunk, on every worker) and cached chunk by chunk
 CHUNK_CASES = 4096
 

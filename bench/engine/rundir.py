@@ -1,6 +1,6 @@
 """Run-directory files: atomic writes, per-cell manifests, safe replacement of output folders.
 
-Rules this module enforces (issue 12, "nothing lost, nothing deleted"):
+Rules this module enforces ("nothing lost, nothing deleted"):
 
 * every file is written under a temporary name in its final directory and renamed into
   place; a failed write removes its temporary file and leaves the old file (if any) intact;
@@ -32,7 +32,7 @@ import pandas as pd
 
 from solvers.errors import BenchError, ProblemError
 
-from .schema import REQUIRED_COLUMNS, SCHEMA_KEY, SCHEMA_VERSION, complete, upgrade, version_of
+from bench.analysis.schema import REQUIRED_COLUMNS, SCHEMA_KEY, SCHEMA_VERSION, complete, upgrade, version_of
 
 #: file that marks a folder as written by contactbench (and so replaceable by it)
 OUTPUT_MARKER = ".contactbench-output"
@@ -100,9 +100,9 @@ def read_cell(path: Path) -> pd.DataFrame:
     """A cell's rows, checked against its manifest; raises ``CorruptResult`` naming the file.
 
     A cell written before manifests existed (no ``<cell>.json``) is accepted when it reads
-    and has the ``REQUIRED_COLUMNS`` (``bench.schema``); any other column it lacks is filled
-    in (``bench.schema.complete``). Rows of an older results schema are upgraded
-    (``bench.schema.upgrade``); a newer schema raises ``SchemaError``."""
+    and has the ``REQUIRED_COLUMNS`` (``bench.analysis.schema``); any other column it lacks is filled
+    in (``bench.analysis.schema.complete``). Rows of an older results schema are upgraded
+    (``bench.analysis.schema.upgrade``); a newer schema raises ``SchemaError``."""
     import pyarrow.parquet as pq
 
     path = Path(path)

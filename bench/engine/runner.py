@@ -7,12 +7,12 @@ run); with one, on that client's cluster (``--workers N``, ``--scheduler ADDR``)
 For each cell, in order: skip it when ``resume`` and its file reads back as its manifest
 says; else generate (or read back) its problem set once per run, saved under ``batches/``,
 and the problem set's float64 reference, from the reference cache or computed as a Dask
-task once per problem set. Each cell is one Dask task (``bench.cluster.cell_task``) that
+task once per problem set. Each cell is one Dask task (``bench.engine.cluster.cell_task``) that
 regenerates the problems on its worker, checks their content hash and runs the cell in a
-supervised child process (``bench.execute``: timeout, crash, stall); the rows come back as
+supervised child process (``bench.engine.execute``: timeout, crash, stall); the rows come back as
 Arrow and are written here, atomically, with the cell's log under ``logs/``. A cell that
 hangs, crashes or wedges, or whose worker dies twice, becomes ``failed`` rows carrying the
-reason. The run directory's layout and files are ``bench.rundir``'s.
+reason. The run directory's layout and files are ``bench.engine.rundir``'s.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ import pandas as pd
 import solvers
 from solvers.errors import ProblemError
 
-from .cell import batch_name, failed_rows
-from .env import host_environment
-from .grid import Cell, traits
-from .problemsets import ProblemSet
-from .rundir import cell_finished, read_cell, write_bytes_atomic, write_cell
+from bench.engine.cell import batch_name, failed_rows
+from bench.engine.env import host_environment
+from bench.engine.grid import Cell, traits
+from bench.engine.problemsets import ProblemSet
+from bench.engine.rundir import cell_finished, read_cell, write_bytes_atomic, write_cell
 
 #: seconds between two looks at the cluster for finished and newly started cells
 POLL_SECONDS = 0.05
@@ -64,7 +64,7 @@ def run_cells(cells: list[Cell], run_dir: Path, run_id: str, *, timeout: float =
     """Run every cell (see module docstring); returns one ``CellResult`` per cell, in order.
 
     ``timeout`` is in seconds per cell (warm-up and repeats included); ``stall_seconds``
-    (default ``bench.execute.STALL_SECONDS``) is how long a cell's process may use no CPU
+    (default ``bench.engine.execute.STALL_SECONDS``) is how long a cell's process may use no CPU
     before it counts as wedged. ``client``: a Dask client (default: an embedded
     ``LocalCluster``, one cell at a time); ``exclusive``: at most one cell per host at a
     time. ``on_start`` is called when a worker starts a cell, ``on_done`` when its rows are
@@ -72,7 +72,7 @@ def run_cells(cells: list[Cell], run_dir: Path, run_id: str, *, timeout: float =
     and writes nothing (as ``grid.expand`` skips it on one machine); a cell the cluster
     never answered because the scheduler was lost comes back ``lost`` and writes nothing,
     so that ``resume`` runs it."""
-    from . import cluster, execute
+    from bench.engine import cluster, execute
 
     if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and 0 < timeout < float("inf")):
         raise ProblemError(f"timeout: expected a finite number of seconds > 0, got {timeout!r}")
@@ -92,9 +92,9 @@ def _run_on(client, cells: list[Cell], run_dir: Path, run_id: str, *, timeout: f
     """``run_cells`` on the cluster of ``client``."""
     from distributed import as_completed
 
-    from . import cluster
+    from bench.engine import cluster
 
-    from . import problemsets
+    from bench.engine import problemsets
 
     pending = [c for c in cells if not (resume and cell_finished(run_dir / f"{c.cell_id}.parquet"))]
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -194,7 +194,7 @@ def _announce(starts: queue.Queue, keys: dict, cells: list[Cell], started: dict,
 def _collect(future, cell: Cell, run_dir: Path, run_id: str, batches: dict[tuple, ProblemSet], env: dict,
              seconds: float) -> CellResult:
     """Write a finished task's rows and log under ``run_dir`` and return its ``CellResult``."""
-    from . import cluster
+    from bench.engine import cluster
 
     path = run_dir / f"{cell.cell_id}.parquet"
     problem_set = batches[cell.problem_key]

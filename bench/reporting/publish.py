@@ -1,7 +1,7 @@
 """``contactbench publish``: a static comparison dashboard from one or more runs.
 
 The site opens from ``file://`` with no server and no network: HTML from Jinja2 templates
-(``bench/templates``, autoescaped, so solver messages and names cannot inject markup),
+(``bench/reporting/templates``, autoescaped, so solver messages and names cannot inject markup),
 interactive plots from Plotly, whose JavaScript is written once to ``assets/plotly.min.js``.
 
 Pages: ``index.html`` (per family, solver configurations ranked by correctness then speed;
@@ -26,9 +26,9 @@ import pandas as pd
 
 from solvers import ProblemError
 
-from . import intervals, recommend, results
-from .rundir import read_manifest, replace_output_dir
-from .schema import outcome_columns
+from bench.analysis import intervals, recommend, results
+from bench.engine.rundir import read_manifest, replace_output_dir
+from bench.analysis.schema import outcome_columns
 
 #: shift of the shifted geometric mean, microseconds per case (see ``shifted_geometric_mean``).
 SGM_SHIFT_US = 10.0
@@ -38,7 +38,7 @@ PROFILE_TAU_MAX = 1e3
 MAX_DRILL_CASES = 200
 #: tables longer than this many rows are folded (``<details>``, closed) on a family page
 FOLD_ROWS = 20
-#: the column naming one case (``bench.results.case_ids``: its content, not its parameters)
+#: the column naming one case (``bench.analysis.results.case_ids``: its content, not its parameters)
 CASE_KEY = results.CASE_KEY
 
 
@@ -60,8 +60,8 @@ FAMILY_KEYS = ["config", "solver_label", "device", "dtype", "kind", "n_scenes"]
 def family_table(rows: pd.DataFrame, confidence: float = intervals.DEFAULT_CONFIDENCE) -> pd.DataFrame:
     """Per configuration, kind and batch size (scenes) of one family: n, outcome counts (those
     the kinds present give), median ms per 256 scenes, median us per case, median compile
-    seconds and the kinds' own aggregations (``bench.results.summarize``); then ``cases``, the
-    rates with their intervals and ``false_accept_bound`` (``bench.intervals.add_rates``) and
+    seconds and the kinds' own aggregations (``bench.analysis.results.summarize``); then ``cases``, the
+    rates with their intervals and ``false_accept_bound`` (``bench.analysis.intervals.add_rates``) and
     ``time_low_us`` / ``time_high_us`` around ``rank_us`` at ``confidence``."""
     keys = FAMILY_KEYS
     table = results.summarize(rows, keys)
@@ -77,7 +77,7 @@ def family_table(rows: pd.DataFrame, confidence: float = intervals.DEFAULT_CONFI
 
 
 def ranked(table: pd.DataFrame, by: str = "rank_us") -> pd.DataFrame:
-    """A family table in ranking order with ``rank`` and ``tied`` (``bench.results.rank``:
+    """A family table in ranking order with ``rank`` and ``tied`` (``bench.analysis.results.rank``:
     the one ranking rule)."""
     return results.rank(table, by)
 
@@ -257,7 +257,7 @@ def speed_ratios(rows: pd.DataFrame, table: pd.DataFrame, confidence: float = in
                  limit: int = MAX_RATIO_CONFIGS) -> list[dict]:
     """Per kind and batch size of a family: the pairwise speed ratios (row configuration's
     median end-to-end time per case over the column's, with bootstrap intervals,
-    ``bench.intervals.ratio_matrix``) among its ``limit`` fastest configurations that have
+    ``bench.analysis.intervals.ratio_matrix``) among its ``limit`` fastest configurations that have
     repeat times. Returns one dict per block: ``kind``, ``scenes``, ``configs`` (fastest
     first), ``cells`` (``{a: {b: {"text", "verdict"}}}``) and ``left_out`` (configurations past
     ``limit``)."""
@@ -280,7 +280,7 @@ def speed_ratios(rows: pd.DataFrame, table: pd.DataFrame, confidence: float = in
 
 
 def recommendation_box(rows: pd.DataFrame, confidence: float = intervals.DEFAULT_CONFIDENCE) -> dict:
-    """``contactbench recommend`` at its default thresholds (``bench.recommend.Thresholds``) on
+    """``contactbench recommend`` at its default thresholds (``bench.analysis.recommend.Thresholds``) on
     one family's rows, for the family page: thresholds, qualifying configurations (fastest
     first, ties marked), the others with their reasons, and the rerun ``--n``."""
     result = recommend.assess(rows, recommend.Thresholds(confidence=confidence))
@@ -407,7 +407,7 @@ def page_names(labels: list[str]) -> dict[str, str]:
 
 def _records(df: pd.DataFrame) -> list[dict]:
     """Rows as dicts of display strings: numbers in the one style of every table
-    (``bench.results.number_text``), NaN blank, text as it is."""
+    (``bench.analysis.results.number_text``), NaN blank, text as it is."""
     def fmt(v):
         if isinstance(v, (int, float, np.integer, np.floating, bool, np.bool_)) or v is None:
             return results.number_text(v)
@@ -483,7 +483,7 @@ def _provenance(rows: pd.DataFrame, run_dirs: list[Path]) -> list[dict]:
 def _environment():
     from jinja2 import Environment, PackageLoader, select_autoescape
 
-    env = Environment(loader=PackageLoader("bench", "templates"),
+    env = Environment(loader=PackageLoader("bench.reporting", "templates"),
                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
     env.filters["header"] = header
     env.tests["text_column"] = lambda column: column in TEXT_COLUMNS
@@ -494,7 +494,7 @@ def publish(run_dirs: list[Path | str], out: Path | str, confidence: float = int
             compare_with: list[Path | str] | None = None, threshold: float = 1.1) -> Site:
     """Build the dashboard of ``run_dirs`` (each a ``contactbench run`` directory) under ``out``;
     every interval (rates, times, ratios, the recommendation box) at ``confidence``. With
-    ``compare_with`` (base run directories) it adds ``compare.html``: ``bench.compare`` of
+    ``compare_with`` (base run directories) it adds ``compare.html``: ``bench.analysis.compare`` of
     ``run_dirs`` against them, slower / faster beyond ``threshold``.
 
     Raises ``ProblemError`` when no run directory holds readable results, or when ``out``
@@ -511,14 +511,14 @@ def publish_single_file(run_dirs: list[Path | str], file: Path | str,
                         confidence: float = intervals.DEFAULT_CONFIDENCE,
                         compare_with: list[Path | str] | None = None, threshold: float = 1.1) -> Site:
     """The dashboard of ``run_dirs`` (as ``publish``) as one self-contained HTML file ``file``
-    (``bench.single_file``: Plotly and the data inlined, every page in it, offline), written
+    (``bench.reporting.single_file``: Plotly and the data inlined, every page in it, offline), written
     whole or not at all. ``ProblemError`` when ``file`` is a folder, does not end in
     ``.html``, is not a file contactbench wrote, or lies in a run directory
-    (``bench.rundir.check_output_file``), and as ``publish``."""
+    (``bench.engine.rundir.check_output_file``), and as ``publish``."""
     import tempfile
 
-    from .rundir import check_output_file
-    from .single_file import FILE_MARKER, bundle
+    from bench.engine.rundir import check_output_file
+    from bench.reporting.single_file import FILE_MARKER, bundle
 
     file = Path(file)
     if file.suffix.lower() not in (".html", ".htm"):
@@ -541,7 +541,7 @@ def publish_single_file(run_dirs: list[Path | str], file: Path | str,
 
 def _inputs(run_dirs, confidence: float, compare_with, threshold: float):
     """``(run_dirs, rows, confidence, versus)`` of a dashboard: the runs' rows
-    (``bench.results.load``) and, with ``compare_with``, ``(compare_with, bench.compare)``;
+    (``bench.analysis.results.load``) and, with ``compare_with``, ``(compare_with, bench.analysis.compare)``;
     every argument checked (``ProblemError`` naming it)."""
     if not run_dirs:
         raise ProblemError("run_dirs: expected at least one run directory")
@@ -550,7 +550,7 @@ def _inputs(run_dirs, confidence: float, compare_with, threshold: float):
     rows = results.load(run_dirs)
     versus = None
     if compare_with:
-        from . import compare
+        from bench.analysis import compare
 
         versus = (compare_with, compare.compare(compare_with, run_dirs, threshold, confidence=confidence))
     return run_dirs, rows, confidence, versus
@@ -663,9 +663,9 @@ def _write_family_page(out: Path, env, common: dict, family: str, frows: pd.Data
 
 
 def _write_compare_page(out: Path, env, common: dict, base_dirs, comparison) -> None:
-    """``compare.html``: the comparison's table (``bench.compare.text_rows``), notes and the
+    """``compare.html``: the comparison's table (``bench.analysis.compare.text_rows``), notes and the
     configurations of one side only."""
-    from .compare import text_rows
+    from bench.analysis.compare import text_rows
 
     table = text_rows(comparison)
     rows = [{**rec, "worse": bool(w)} for rec, w in zip(table.to_dict("records"), comparison.table.get("worse", []))]

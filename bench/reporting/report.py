@@ -12,13 +12,13 @@ device memory, MiB, where the backend reports it). QP / SOCP cells add ``subopti
 farther than ``qp_gap`` from the optimum), ``max_rel_gap`` (largest objective gap to the
 reference over the feasible cases), ``max_primal_res`` (largest relative primal residual)
 and ``max_kkt_res`` (largest relative stationarity residual, where the solver gave duals).
-Rates with bounds (``bench.intervals``, at the report's confidence level, 95 % by default):
+Rates with bounds (``bench.analysis.intervals``, at the report's confidence level, 95 % by default):
 ``cases`` (distinct cases; a case in several merged runs counts once, with its worst
 outcome), per outcome ``o`` ``o_rate`` and its two-sided Clopper-Pearson interval ``o_low`` /
 ``o_high``, ``false_accept_bound`` (the one-sided upper bound of the unsafe rate: the safety
 figure) and ``time_low_us`` / ``time_high_us`` (bootstrap interval of the median
 microseconds per case end to end, over the timed repeats); ``rank`` and ``tied`` within
-each family, kind, batch size and device by the one ranking rule (``bench.results.rank``: fewest false accepts, most
+each family, kind, batch size and device by the one ranking rule (``bench.analysis.results.rank``: fewest false accepts, most
 correct, fastest; ties where the intervals overlap), the same ranks as the dashboard's.
 ``rank_deficient_summary`` repeats the outcome counts for cases whose equality rows are
 rank-deficient (two-foot stances), where several solvers break down.
@@ -33,9 +33,9 @@ import pandas as pd
 
 from problems.kinds.checks import OUTCOMES
 
-from . import intervals, results
-from .rundir import read_manifest, replace_output_dir
-from .schema import REPORT_GROUP, rename_for_report
+from bench.analysis import intervals, results
+from bench.engine.rundir import read_manifest, replace_output_dir
+from bench.analysis.schema import REPORT_GROUP, rename_for_report
 
 __all__ = ["load_runs", "read_manifest", "write_report", "summarize"]
 
@@ -43,7 +43,7 @@ GROUP = REPORT_GROUP
 
 
 def load_runs(run_dirs: list[Path | str]) -> pd.DataFrame:
-    """All readable cell rows of the given run directories (``bench.results.load``: symlinks
+    """All readable cell rows of the given run directories (``bench.analysis.results.load``: symlinks
     such as ``latest`` resolved, ``config``, ``case_id`` and ``rank_us`` added). An
     unreadable or damaged cell file is skipped with a warning naming it; ``ProblemError``
     when nothing at all is readable."""
@@ -51,7 +51,7 @@ def load_runs(run_dirs: list[Path | str]) -> pd.DataFrame:
 
 
 def summarize(rows: pd.DataFrame, confidence: float = intervals.DEFAULT_CONFIDENCE) -> pd.DataFrame:
-    """One row per cell group with outcome counts and timing (``bench.results.summarize``:
+    """One row per cell group with outcome counts and timing (``bench.analysis.results.summarize``:
     distinct cases), then the rates with their intervals and the timing interval at
     ``confidence`` (see the module docstring)."""
     table = results.summarize(rows, GROUP)
@@ -220,7 +220,7 @@ def write_report(rows: pd.DataFrame, out_dir: Path | str, manifests: list[dict] 
                  inputs: list[Path | str] = (), confidence: float = intervals.DEFAULT_CONFIDENCE) -> pd.DataFrame:
     """Write ``report.md``, ``report.csv`` and ``provenance.csv`` under ``out_dir``; return the summary.
 
-    The folder is built beside ``out_dir`` and swapped in (``bench.rundir.replace_output_dir``):
+    The folder is built beside ``out_dir`` and swapped in (``bench.engine.rundir.replace_output_dir``):
     ``ProblemError`` when ``out_dir`` holds files contactbench did not write or overlaps one of
     the run directories ``inputs``; a failed write leaves the previous report as it was."""
     confidence = intervals.check_confidence(confidence)

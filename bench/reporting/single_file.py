@@ -1,6 +1,6 @@
 """``contactbench publish --single-file report.html``: the whole dashboard as one HTML file.
 
-The site is built as usual (``bench.publish``) into a temporary folder; this module then
+The site is built as usual (``bench.reporting.publish``) into a temporary folder; this module then
 folds its pages into one document to attach to an issue or a paper review:
 
 * Plotly's JavaScript is inlined once, in the head (no ``assets/``, no network);
@@ -63,7 +63,7 @@ def _escape_template(html: str) -> str:
 
 
 #: the line every single-file dashboard carries (after its doctype): a file holding it was
-#: written by contactbench and may be replaced (``bench.rundir.check_output_file``)
+#: written by contactbench and may be replaced (``bench.engine.rundir.check_output_file``)
 FILE_MARKER = "<!-- written by contactbench: this file is replaced on the next write -->"
 
 

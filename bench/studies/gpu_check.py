@@ -1,4 +1,4 @@
-"""The GPU check anyone can run: ``make gpu-check`` (``python -m bench.gpu_check``).
+"""The GPU check anyone can run: ``make gpu-check`` (``python -m bench.studies.gpu_check``).
 
 On a node with one GPU it writes, under ``--out`` (default ``results/gpu-check``), in at
 most ``--budget`` seconds (default 480, 8 minutes), three measurements, each a bounded step
@@ -8,10 +8,10 @@ the next one runs):
 1. ``device-table.md``: seed 002's device table (``contactbench ablate --table gpu``:
    float32 ms per 256 scenes on CPU and GPU, and the share verified correct), its "LP with
    margins" rows LP-1 then the exits of the supported scenes from LP-1's bases
-   (``bench.margins``, the exits counted against HiGHS);
+   (``bench.studies.margins``, the exits counted against HiGHS);
 2. ``overhead.md``: the per-phase harness overhead at 65,536 scenes on every device JAX
    sees, the GPU first, where linrax-hold is also measured in one piece (``chunk=0``,
-   ``GPU_OVERHEAD_ADAPTERS``) (``python -m bench.overhead``; each row is printed as it
+   ``GPU_OVERHEAD_ADAPTERS``) (``python -m bench.studies.overhead``; each row is printed as it
    ends, so a step stopped early keeps the rows it measured);
 3. ``scaling.md``: the batched JAX adapters on planar-box and cube-3d LP-1, float32, at
    256 / 4,096 / 65,536 scenes on the GPU, every cell bounded by ``--cell-timeout``
@@ -20,7 +20,7 @@ the next one runs):
 ``summary.md`` lists each step's state, seconds and command, and the host, GPU and JAX
 versions. Without a GPU it stops with exit code 2, unless ``--device cpu`` (the dry run
 this project's tests make: same steps, small sizes with ``--sizes``). Its commands run with
-``XLA_PYTHON_CLIENT_PREALLOCATE=false`` unless you set it (``bench.execute.WORKER_GPU_ENV``):
+``XLA_PYTHON_CLIENT_PREALLOCATE=false`` unless you set it (``bench.engine.execute.WORKER_GPU_ENV``):
 they start several JAX processes on the one GPU.
 """
 
@@ -38,7 +38,7 @@ from pathlib import Path
 #: the batched JAX adapters the scaling step runs (the grid skips what a family cannot take)
 ADAPTERS = ("linrax", "linrax-hold", "qpax", "mpax", "altproj", "exact-planar[jax]")
 SIZES = (256, 4096, 65536)
-#: the overhead step's adapters on the GPU: bench.overhead's, and linrax-hold in one piece.
+#: the overhead step's adapters on the GPU: bench.studies.overhead's, and linrax-hold in one piece.
 #: Its ``chunk`` of 1,024 is a CPU setting; on the H200, 65,536 planar LP-1s took 92.5 ms as
 #: 64 pieces of 1.45 ms each, against 1.7 ms for published linrax in one. Not on the CPU,
 #: where one piece of 65,536 is slower and once made XLA:CPU wait for ever.
@@ -61,7 +61,7 @@ def steps(out: Path, device: str, sizes: tuple[int, ...], cell_timeout: float, w
         scaling += ["--solver", adapter]
     device_table = cli + ["ablate", "--table", "gpu", "--repeats", "3", "--timeout", f"{cell_timeout:g}",
                           "--out", runs, "--run-id", "gpu-device-table"]
-    at_scale = exe + ["bench.overhead", "--sizes", str(max(sizes)), "--rounds", "3", "--timeout", f"{2 * cell_timeout:g}"]
+    at_scale = exe + ["bench.studies.overhead", "--sizes", str(max(sizes)), "--rounds", "3", "--timeout", f"{2 * cell_timeout:g}"]
     overhead = [at_scale + ["--devices", "cpu"]]
     if device == "gpu":  # the GPU rows first
         overhead.insert(0, at_scale + ["--devices", "gpu", "--adapters", ",".join(GPU_OVERHEAD_ADAPTERS)])
@@ -109,7 +109,7 @@ def gpu_name() -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.gpu_check", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.studies.gpu_check", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("results/gpu-check"), help="output folder")
     parser.add_argument("--budget", type=float, default=480.0, help="seconds for all steps (default 480)")
     parser.add_argument("--device", choices=("gpu", "cpu"), default="gpu", help="gpu, or cpu for a dry run")
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--sizes: integers >= 1; --budget, --cell-timeout: finite numbers of seconds > 0; --workers: >= 1")
     from solvers.errors import ProblemError
 
-    from .rundir import OUTPUT_MARKER, check_output_dir
+    from bench.engine.rundir import OUTPUT_MARKER, check_output_dir
 
     try:
         check_output_dir(args.out)
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.device == "gpu" and gpu is None:
         print("gpu-check: JAX sees no GPU here (jax.devices('gpu') is empty); nothing measured. "
               "JAX finds a GPU through its CUDA plug-in: pip install 'contactbench[gpu]' (make gpu-check "
-              "installs it). For a dry run of the steps: python -m bench.gpu_check --device cpu --sizes 64",
+              "installs it). For a dry run of the steps: python -m bench.studies.gpu_check --device cpu --sizes 64",
               file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
              f"- GPU: {gpu or 'none (dry run on the CPU)'}", f"- jax {jax.__version__}, Python {platform.python_version()}",
              f"- budget {args.budget:g} s, cell timeout {args.cell_timeout:g} s, sizes {list(sizes)}", "",
              "| step | state | seconds | output |", "|---|---|---|---|"]
-    from .execute import worker_gpu_env
+    from bench.engine.execute import worker_gpu_env
 
     env = {**os.environ, **worker_gpu_env()}
     unspent = 0.0

@@ -1,6 +1,6 @@
-"""Seed 002's "LP with margins" against LP-1: ``python -m bench.margins`` (``make bench``).
+"""Seed 002's "LP with margins" against LP-1: ``python -m bench.studies.margins`` (``make bench``).
 
-For each of seed 002's reproduction sets (``bench.seed002.REPRODUCTION_SETS``) and a solver
+For each of seed 002's reproduction sets (``bench.studies.seed002.REPRODUCTION_SETS``) and a solver
 (``linrax-hold`` float32 by default), side by side in one process, rounds interleaved, the
 median ms per 256 scenes of:
 
@@ -23,7 +23,7 @@ outcomes): from LP-1's bases, from the shared phase 1 and, where measured, with 
 rounds. Figures are measured, never asserted; the table is printed as markdown and written
 as CSV with ``--out``.
 
-Each set is measured in a worker process of the cell engine (``bench.execute``), under the
+Each set is measured in a worker process of the cell engine (``bench.engine.execute``), under the
 settings a cell's timings have: XLA:CPU's one-thread pool (``PJRT_NPROC``), single-threaded
 Eigen and the allocator settings, unless the user set them (each row records
 ``pjrt_nproc``, ``xla_flags`` and ``malloc``). In the calling process instead, with XLA's
@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import seed002
+from bench.studies import seed002
 
 CASES_PER_REPORT = 256
 
@@ -63,7 +63,7 @@ def _median_ms(samples: list[float], n_scenes: int) -> float:
 
 
 def _exit_counts(exit_batch, solution, ref) -> dict[str, int]:
-    from .verify import DEFAULT_TOLERANCES, exit_outcomes, verify_exit
+    from bench.engine.verify import DEFAULT_TOLERANCES, exit_outcomes, verify_exit
 
     checked = verify_exit(exit_batch, solution, DEFAULT_TOLERANCES)
     outcome = exit_outcomes(checked["verdict"], checked["exit"], ref["ref_exit"], ref["ref_verdict"])
@@ -81,9 +81,9 @@ def measure_set(label: str, family: str, params: dict, n: int, spec: str = "linr
     import solvers
     from solvers import check_standard_form
 
-    from .hold import check_batch, default_axes, prepare_exits, prepare_lp1
-    from .reference import reference
-    from .verify import verify_lp1
+    from bench.hold import check_batch, default_axes, prepare_exits, prepare_lp1
+    from bench.engine.reference import reference
+    from bench.engine.verify import verify_lp1
 
     adapter = solvers.get(spec, dtype=dtype, device=device)
     scenes = scenes_of(family, params, n, seed)
@@ -143,13 +143,13 @@ def measure_set(label: str, family: str, params: dict, n: int, spec: str = "linr
 
 def measure_job(label: str, family: str, params: dict, n: int, spec: str, dtype: str, device: str, rounds: int,
                 out: str, seed: int = 0, full: bool = True, *, parent_pid: int) -> None:
-    """A worker's job (``bench.execute``): ``measure_set`` and write the row, with the
+    """A worker's job (``bench.engine.execute``): ``measure_set`` and write the row, with the
     worker's thread, XLA and allocator settings, as JSON to ``out``."""
     import json
     import os
 
-    from .env import malloc_settings
-    from .execute import exit_if_orphaned
+    from bench.engine.env import malloc_settings
+    from bench.engine.execute import exit_if_orphaned
 
     row = measure_set(label, family, params, n, spec, dtype, device, rounds, seed, full)
     row.update(pjrt_nproc=os.environ.get("PJRT_NPROC", ""), xla_flags=os.environ.get("XLA_FLAGS", ""),
@@ -167,7 +167,7 @@ def measure_sets(sets, spec: str = "linrax-hold", dtype: str = "float32", device
     import json
     import tempfile
 
-    from .execute import LocalPool
+    from bench.engine.execute import LocalPool
 
     rows = []
     with LocalPool() as pool, tempfile.TemporaryDirectory(prefix="contactbench-margins-") as tmp:
@@ -186,7 +186,7 @@ def measure_sets(sets, spec: str = "linrax-hold", dtype: str = "float32", device
 def device_margins(seed: int = 0, repeats: int = 5, scale: float = 1.0, devices: tuple[str, ...] = ("cpu",),
                    timeout: float = 600.0) -> pd.DataFrame:
     """The measurements of seed 002's device table's "LP with margins" rows
-    (``bench.seed002.DEVICE_ROWS``, read by ``bench.seed002.device_table``): ``measure_sets``
+    (``bench.studies.seed002.DEVICE_ROWS``, read by ``bench.studies.seed002.device_table``): ``measure_sets``
     (float32, ``repeats`` interleaved rounds, one worker process per device and solver for
     its families, ``timeout`` seconds each) on the scenes of each margins row's LP-1 cell;
     one row per family and device, with columns ``family``, ``device`` and ``solver_spec``
@@ -203,7 +203,7 @@ def device_margins(seed: int = 0, repeats: int = 5, scale: float = 1.0, devices:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.margins", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.studies.margins", description=__doc__.split("\n\n")[0])
     parser.add_argument("--solver", default="linrax-hold", help="solver spec (default linrax-hold)")
     parser.add_argument("--dtype", default="float32", choices=("float32", "float64"))
     parser.add_argument("--device", default="cpu", choices=("cpu", "gpu"))

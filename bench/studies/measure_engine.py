@@ -1,9 +1,9 @@
-"""Per-cell cost of the Dask engine: ``python -m bench.measure_engine [--cells 40] [--reps 3]``.
+"""Per-cell cost of the Dask engine: ``python -m bench.studies.measure_engine [--cells 40] [--reps 3]``.
 
 Runs the same small HiGHS cells (planar-box, n = 4, 5, ..., one timed repeat) through the
-cell-running core alone (one ``bench.execute.LocalPool`` in this process: the batch saved,
+cell-running core alone (one ``bench.engine.execute.LocalPool`` in this process: the batch saved,
 the cached reference read, the cell run in the pool's worker, as the runner did before the
-Dask engine) and through ``bench.runner.run_cells`` on a warm embedded ``LocalCluster`` of
+Dask engine) and through ``bench.engine.runner.run_cells`` on a warm embedded ``LocalCluster`` of
 one worker (references cached), and prints milliseconds per cell of each and the
 difference: the scheduler round trip, task and result transfer, and the client's writes.
 """
@@ -18,10 +18,10 @@ from pathlib import Path
 
 def _core_ms(cells, cache: Path, folder: Path) -> float:
     """Milliseconds per cell through a bare ``LocalPool`` (the first cell warms it up)."""
-    from .cell import batch_name, saved_or_new_batch
-    from .env import host_environment
-    from .execute import LocalPool, cell_job
-    from .reference import reference
+    from bench.engine.cell import batch_name, saved_or_new_batch
+    from bench.engine.env import host_environment
+    from bench.engine.execute import LocalPool, cell_job
+    from bench.engine.reference import reference
 
     def one(pool, cell, where: Path) -> None:
         batch, saved = saved_or_new_batch(cell, where / "batches")
@@ -43,7 +43,7 @@ def _core_ms(cells, cache: Path, folder: Path) -> float:
 
 def _engine_ms(cells, cache: Path, folder: Path) -> float:
     """Milliseconds per cell through ``run_cells`` on a warm embedded cluster of one worker."""
-    from . import cluster, runner
+    from bench.engine import cluster, runner
 
     with cluster.embedded(1) as client:
         runner.run_cells(cells, folder / "warm-dask", "warm", client=client, cache_dir=cache)
@@ -53,7 +53,7 @@ def _engine_ms(cells, cache: Path, folder: Path) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from . import grid
+    from bench.engine import grid
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=int, default=40, help="cells per measurement (>= 2)")

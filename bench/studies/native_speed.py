@@ -1,4 +1,4 @@
-"""Adapters against their solver called directly: ``python -m bench.native_speed`` (``make bench``).
+"""Adapters against their solver called directly: ``python -m bench.studies.native_speed`` (``make bench``).
 
 For each loop adapter with a bare loop here, on the quadruped QP (128 scenes) and the
 humanoid QP (64 scenes) (HiGHS: planar-box LP-1, 256, and cube-3d LP-1, 128): the adapter's timed ``run`` (``solvers.timing.PreparedSolve``,

@@ -1,4 +1,4 @@
-"""What the harness costs around a JAX solve: ``python -m bench.overhead`` (``make bench``).
+"""What the harness costs around a JAX solve: ``python -m bench.studies.overhead`` (``make bench``).
 
 For each JAX adapter (``linrax``, ``linrax-hold``, ``qpax`` by default), batch size and
 device JAX sees, on planar-box LP-1 in float32: the median milliseconds of each phase of
@@ -12,10 +12,10 @@ out, nothing else), in the adapter's pieces where it has a ``chunk`` setting (th
 (validate + prepare + finish) as a share of ``run``. Rounds are interleaved (adapter, then
 baseline), after as many rounds of the adapter alone (kept if the baseline wedges), and
 the medians are printed as a markdown table. Each configuration runs in a
-worker process of the cell engine (``bench.execute``): a wedged XLA runtime is retried once
+worker process of the cell engine (``bench.engine.execute``): a wedged XLA runtime is retried once
 in a fresh process, and a configuration that does not finish is a row with its ``state``.
 
-Figures are measured, never asserted (issue 22 targets: on CPU at 65,536, ratio <= 1.15
+Figures are measured, never asserted (the targets: on CPU at 65,536, ratio <= 1.15
 for linrax; harness <= 10 % of run for linrax, linrax-hold and qpax).
 """
 
@@ -36,7 +36,7 @@ SIZES = (4096, 65536)
 
 def _devices() -> list[str]:
     """The JAX platforms to measure on: cpu, and gpu where JAX sees one."""
-    from .env import has_gpu
+    from bench.engine.env import has_gpu
 
     return ["cpu", "gpu"] if has_gpu() else ["cpu"]
 
@@ -137,13 +137,13 @@ def raw_baseline(solve, host_arrays, chunk: int = 0, device=None):
 
 def measure_job(spec: str, family: str, n: int, seed: int, device: str, rounds: int, out: str, *,
                 parent_pid: int) -> None:
-    """A worker's job (``bench.execute``): ``measure`` one configuration and write its
+    """A worker's job (``bench.engine.execute``): ``measure`` one configuration and write its
     figures to the JSON file ``out``."""
     import json
 
     import problems
 
-    from .execute import exit_if_orphaned
+    from bench.engine.execute import exit_if_orphaned
 
     def write(figures: dict) -> None:
         exit_if_orphaned(parent_pid)
@@ -161,7 +161,7 @@ def table(adapters=ADAPTERS, sizes=SIZES, rounds: int = 5, seed: int = 0, family
     to end, ``ratio``, ``harness %``), so a caller that stops the benchmark early (``make
     gpu-check``'s step budget) keeps the rows measured so far.
 
-    Each configuration runs in a worker process of the cell engine (``bench.execute``), so a
+    Each configuration runs in a worker process of the cell engine (``bench.engine.execute``), so a
     wedged XLA runtime (the CPU wait in docs/gpu-scale.md) is killed after
     ``STALL_SECONDS`` without CPU and measured again in a fresh process, and a configuration
     that still does not finish (``timeout`` seconds) is a row with its ``state``, not a hang."""
@@ -170,7 +170,7 @@ def table(adapters=ADAPTERS, sizes=SIZES, rounds: int = 5, seed: int = 0, family
 
     import solvers
 
-    from .execute import LocalPool
+    from bench.engine.execute import LocalPool
 
     rows = []
     with LocalPool() as pool, tempfile.TemporaryDirectory(prefix="contactbench-overhead-") as tmp:
@@ -201,7 +201,7 @@ def _figures_line(figures: dict[str, float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry: ``python -m bench.overhead [--sizes 4096,65536] [--rounds 5] [--adapters ...]``."""
+    """Console entry: ``python -m bench.studies.overhead [--sizes 4096,65536] [--rounds 5] [--adapters ...]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="batch sizes (scenes), comma-separated")
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds per configuration")

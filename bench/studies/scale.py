@@ -1,10 +1,10 @@
-"""Generation and reference at scale: ``python -m bench.scale [--n 65536] [--workers 1,2]
+"""Generation and reference at scale: ``python -m bench.studies.scale [--n 65536] [--workers 1,2]
 [--families planar-box,cube-3d,near-boundary]``.
 
 Prints, for each of ``--families`` (LP-1) at ``--n`` scenes: the seconds to generate the
 problem set in this process (``problems.generate``), and the seconds the float64 reference
 of cube-3d's set takes on an embedded Dask cluster of each ``--workers`` count
-(``bench.cluster.references``: one task per chunk of ``bench.reference.CHUNK_CASES`` cases,
+(``bench.engine.cluster.references``: one task per chunk of ``bench.engine.reference.CHUNK_CASES`` cases,
 an empty cache each time, the workers' start-up excluded, their generation of the set
 included). Speed is measured here, never asserted in a test.
 """
@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 
-#: the families whose generation is timed by default: the two of issue 22's targets and
+#: the families whose generation is timed by default: planar-box and cube-3d (the
+#: GPU-scale targets) and
 #: near-boundary, whose planar sampler bisects every scene
 GENERATED = ("planar-box", "cube-3d", "near-boundary")
 
@@ -34,9 +35,9 @@ def generation_seconds(family: str, n: int, seed: int = 0) -> float:
 
 def reference_seconds(family: str, n: int, workers: int, seed: int = 0) -> float:
     """Wall seconds of the reference of ``family`` at ``n`` on ``workers`` embedded workers."""
-    from . import cluster, grid
-    from .cell import batch_for
-    from .problemsets import ProblemSet
+    from bench.engine import cluster, grid
+    from bench.engine.cell import batch_for
+    from bench.engine.problemsets import ProblemSet
 
     cells, _ = grid.expand([family], ["highs"], ["float64"], ["cpu"], [n], seed, 1)
     batch = batch_for(cells[0])
@@ -49,7 +50,7 @@ def reference_seconds(family: str, n: int, workers: int, seed: int = 0) -> float
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.studies.scale", description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=65536, help="scenes per problem set (default 65536)")
     parser.add_argument("--workers", default="1,2", help="comma-separated worker counts (default 1,2)")
     parser.add_argument("--families", default=",".join(GENERATED),

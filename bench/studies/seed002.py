@@ -1,6 +1,6 @@
 """Seed 002's tables on this machine: the ``linrax-hold`` ablation and the reproduction.
 
-Both are ordinary runs (cells through ``bench.runner``, results as parquet under the run
+Both are ordinary runs (cells through ``bench.engine.runner``, results as parquet under the run
 directory) followed by a table built from the rows:
 
 * ``ablation_cells``: ``linrax-hold`` with all measures on, then with each measure switched
@@ -21,8 +21,8 @@ import pandas as pd
 import solvers
 from problems import FamilySpec
 
-from .grid import Cell
-from .results import summarize
+from bench.engine.grid import Cell
+from bench.analysis.results import summarize
 
 #: (label, family, params) of the problem sets; sizes are the seed's.
 ABLATION_SETS = (
@@ -115,10 +115,9 @@ def reproduction_cells(seed: int = 0, repeats: int = 3, scale: float = 1.0, devi
 def reproduction_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Per set and solver: LP-1 right / uncertain / false accepts / failed, exits right of
     total, and ms per 256 scenes for LP-1 and for LP-1 plus the exit LPs of every scene (the
-    ``exit`` cells: ``ms_per_256_lp1_and_every_exit``, named so since issue 22's twenty-ninth
-    session, before ``ms_per_256_with_margins``). LP with margins as seed 002 defines it and
+    ``exit`` cells: ``ms_per_256_lp1_and_every_exit``, not seed 002's LP with margins). LP with margins as seed 002 defines it and
     ``check_batch`` computes it, the exits of the supported scenes only, from LP-1's bases,
-    is ``bench.margins``' and the device table's."""
+    is ``bench.studies.margins``' and the device table's."""
     rows = rows.copy()
     rows["set"] = set_labels(rows, REPRODUCTION_SETS)
     rows["who"] = rows["solver_label"] + " " + rows["dtype"]
@@ -146,7 +145,7 @@ def reproduction_table(rows: pd.DataFrame) -> pd.DataFrame:
 #: ``lp1`` cell's time and answers; ``margins``: LP with margins as seed 002 defines it and
 #: ``bench.hold.check_batch`` computes it (LP-1 for every scene, then the 2d exit LPs of the
 #: scenes LP-1 verified supported, from LP-1's final bases; an unsupported scene's margin is
-#: ``-delta``), measured on the LP-1 cell's scenes by ``bench.margins.device_margins``.
+#: ``-delta``), measured on the LP-1 cell's scenes by ``bench.studies.margins.device_margins``.
 DEVICE_ROWS = (
     ("planar exact", "planar-box", "lp1", "exact-planar[jax]"),
     ("planar LP-1", "planar-box", "lp1", "linrax-hold"),
@@ -183,9 +182,9 @@ def device_table(rows: pd.DataFrame, margins: pd.DataFrame | None = None,
     per 256 scenes of the solve and end to end (float32) and the answers right against HiGHS.
 
     An ``lp1`` row reads its cell's row of ``rows`` (run results). A ``margins`` row reads
-    ``margins`` (``bench.margins.device_margins``) and its LP-1 cell: the solve is the LP-1
+    ``margins`` (``bench.studies.margins.device_margins``) and its LP-1 cell: the solve is the LP-1
     cell's plus the exits' ``run`` (timed in the margins worker, rounds interleaved with
-    LP-1's, as ``bench.margins`` times them), end to end the whole ``check_batch`` call
+    LP-1's, as ``bench.studies.margins`` times them), end to end the whole ``check_batch`` call
     (validation, transfers and verification included: what a caller of ``check_batch``
     waits), and the answers right count the LP-1 cell's answers plus the exits of the
     scenes LP-1 verified supported. A device without its rows reads "not measured"; a margins measurement that

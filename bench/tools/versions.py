@@ -1,4 +1,4 @@
-"""``python -m bench.versions PACKAGE VERSION ...``: which releases of a solver package pass
+"""``python -m bench.tools.versions PACKAGE VERSION ...``: which releases of a solver package pass
 our conformance suite.
 
 Each release is installed alone (``pip install --no-deps --target``, binary wheels only) into
@@ -8,7 +8,7 @@ gives its counts (pass, known issue, fail, not applicable) and the first failing
 supported ranges in ``pyproject.toml`` are what this found (see docs/adapters.md,
 "Supported versions"); no release is assumed to work without being checked.
 
-Example: python -m bench.versions highspy 1.9.0 1.10.0 1.16.0
+Example: python -m bench.tools.versions highspy 1.9.0 1.10.0 1.16.0
 """
 
 from __future__ import annotations
@@ -65,8 +65,8 @@ def check_release(package: str, version: str, adapter: str, work: Path) -> dict[
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.versions", description=__doc__.split("\n\n")[0],
-                                     epilog="Example: python -m bench.versions highspy 1.9.0 1.10.0 1.16.0")
+    parser = argparse.ArgumentParser(prog="python -m bench.tools.versions", description=__doc__.split("\n\n")[0],
+                                     epilog="Example: python -m bench.tools.versions highspy 1.9.0 1.10.0 1.16.0")
     parser.add_argument("package", choices=sorted(ADAPTER_OF), help="the solver package")
     parser.add_argument("versions", nargs="+", help="releases to check, as PyPI names them")
     parser.add_argument("--work", type=Path, default=Path(".versions"), help="folder of the installed releases")

@@ -1,4 +1,4 @@
-"""Wheels for a GPU node with no package index: ``python -m bench.wheelhouse`` (``make wheelhouse``).
+"""Wheels for a GPU node with no package index: ``python -m bench.tools.wheelhouse`` (``make wheelhouse``).
 
 GPU nodes of clusters often reach no package index, and ``make gpu-check`` installs from
 PyPI. On a machine that can reach it, with contactbench installed (``make install``), this
@@ -151,7 +151,7 @@ def install_text(out: Path, extras: tuple[str, ...]) -> str:
             f"# or beside them, without a virtualenv:\n"
             f"python3 -m pip install --no-index --no-deps --target /tmp/site {out.name}/*.whl && "
             f"export PYTHONPATH=/tmp/site\n"
-            f"# then: python -m bench.gpu_check --out results/gpu-check\n")
+            f"# then: python -m bench.studies.gpu_check --out results/gpu-check\n")
 
 
 def build(out: Path, extras: tuple[str, ...], python_version: str, have: set[str], project: Path,
@@ -183,7 +183,7 @@ def build(out: Path, extras: tuple[str, ...], python_version: str, have: set[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.wheelhouse", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.tools.wheelhouse", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("wheelhouse"), help="folder of wheels (default wheelhouse)")
     parser.add_argument("--extras", default=",".join(DEFAULT_EXTRAS),
                         help=f"contactbench's extras to include, comma-separated (default {','.join(DEFAULT_EXTRAS)})")
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--have: expected a file holding the node's `pip freeze` output, got {str(args.have)!r}")
     have = names_in(args.have.read_text()) if args.have is not None else set()
     have |= {canonical(n.strip()) for n in args.skip.split(",") if n.strip()}
-    project = Path(__file__).resolve().parents[1]
+    project = Path(__file__).resolve().parents[2]
     try:
         fetched = build(args.out, extras, args.python_version, have, project, args.dry_run)
     except WheelhouseError as error:

@@ -59,7 +59,7 @@ DEFAULT_TOLERANCES = Tolerances()
 
 
 #: rows at most this wide are reduced column by column (``row_max``); wider ones by NumPy's
-#: reduction, which is faster there (measured on this project's 2-core VM, 52,566 rows: a
+#: reduction, which is faster there (measured on a 2-core CPU, 52,566 rows: a
 #: width of 5 took 1.57 ms by ``np.max(axis=1)`` against 0.14 column by column; 32, 2.8
 #: against 1.2; 64 and more, the reduction was as fast or faster)
 ROW_COLUMNS_MAX = 32
