@@ -1,4 +1,4 @@
-"""A plug-in that calls ``sys.exit`` at import (issue 12: every command exited 3 with no output)."""
+"""A plug-in that calls ``sys.exit`` at import (every command exited 3 with no output)."""
 
 import sys
 

@@ -145,7 +145,7 @@ def _answer(prepared, status, x, y_eq, y_ub) -> BatchSolution:
 
 
 class InfeasibleClaimAdapter(Adapter):
-    """Says INFEASIBLE for every case with NaN x and NaN duals (issue 12: scored 32/64 and
+    """Says INFEASIBLE for every case with NaN x and NaN duals (scored 32/64 and
     29/64 correct on quadruped qp/socp): a claim without a certificate."""
 
     NAME = "fake-infeasible"
@@ -162,7 +162,7 @@ class InfeasibleClaimAdapter(Adapter):
 
 class RandomAnswerAdapter(Adapter):
     """Fabricated answers: random ``x`` (seeded by the ``seed`` setting) and zero duals, or
-    random duals with ``duals=True``, claimed OPTIMAL; issue 12: random ``x`` scored 165/384
+    random duals with ``duals=True``, claimed OPTIMAL; random ``x`` scored 165/384
     'correct' on exit LPs. (Random duals can, by chance, be a real Farkas certificate: a
     proof however it was found.)"""
 
@@ -204,7 +204,7 @@ class NanOptimalAdapter(Adapter):
 
 
 class MutatingAdapter(Adapter):
-    """Issue 24, item 1: changes the problem it is given, then claims a certificate for the
+    """Changes the problem it is given, then claims a certificate for the
     changed problem (``A = 0``, ``b = 1``: ``y_eq = 1`` proves it infeasible). ``how``:
     ``inplace`` writes into the arrays it was handed; ``unlock`` first tries to make them writeable
     (``setflags``); ``batch`` finds the caller's ``ProblemBatch`` objects through the garbage

@@ -1,4 +1,4 @@
-"""A plug-in that tries to take the reference solver's name (issue 12): it answers every
+"""A plug-in that tries to take the reference solver's name: it answers every
 LP with the wrong claim, so if it ever replaced ``highs`` the references would be wrong."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 23, the shape of the code: no import cycle among the project's modules (imports at
+"""The shape of the code: no import cycle among the project's modules (imports at
 run time, module level or inside functions; ``if TYPE_CHECKING:`` blocks are type hints,
 not imports), ``problems`` imports no solver adapter (kinds name their reference solver by
 ``module:Class`` spec), and the arrows of ARCHITECTURE.md hold (``solvers`` imports nothing

@@ -1,4 +1,4 @@
-"""Issue 22, the batched path in arrays: statuses and native statuses as integer codes
+"""The batched path in arrays: statuses and native statuses as integer codes
 (``Status`` codes, ``CodedText``) from the adapter to the row writer, no per-case Python on
 a batched adapter's path, the checks that replaced per-case loops (magnitudes, warm-start
 groups, the equality-consistency test of QP references), and ``bench.studies.overhead`` in worker

@@ -1,4 +1,4 @@
-"""Cells on Dask distributed (issue 14): real processes on loopback, no mocks of Dask.
+"""Cells on Dask distributed: real processes on loopback, no mocks of Dask.
 
 A scheduler and ``dask worker`` processes are started as separate OS processes on
 127.0.0.1; the client is this test process (``bench.engine.cluster``) or the CLI.
@@ -418,7 +418,7 @@ def test_each_embedded_worker_solves_on_its_own_device(tmp_path, monkeypatch):
 
 
 def test_a_large_reference_is_computed_in_chunks_on_every_worker_and_cached_per_chunk(tmp_path, monkeypatch):
-    """Issue 22: the reference of a problem set larger than a chunk is one Dask task per chunk,
+    """The reference of a problem set larger than a chunk is one Dask task per chunk,
     spread over the workers, cached chunk by chunk, and equal to the reference in one piece;
     the cells receive the answers as one scattered future, not as arrays in their tasks."""
     import numpy as np

@@ -1,4 +1,4 @@
-"""Issue 25, ``contactbench compare BASE NEW`` on real runs: the same grid run twice is
+"""``contactbench compare BASE NEW`` on real runs: the same grid run twice is
 ``same`` everywhere; an adapter made slow in the NEW run (a fake that sleeps) is ``slower``
 and nothing else is; one that answers wrongly is ``less correct``; exit codes suit CI (0
 nothing worse, 1 something worse, 2 bad input); the runs' differences are noted.
@@ -127,7 +127,7 @@ def test_the_dashboard_has_a_compare_page(runs, tmp_path):
 
 
 def test_version_examples_and_did_you_mean(tmp_path):
-    """Issue 25's newcomer fixes: --version, an example in every command's --help, and a
+    """The newcomer fixes: --version, an example in every command's --help, and a
     suggestion for a misspelt solver or family."""
     from importlib.metadata import version
 

@@ -27,7 +27,7 @@ def params():
 
 @pytest.fixture(scope="session")
 def adapter_cache():
-    """One adapter instance per (name, dtype) for the whole session (JAX compiles once per shape)."""
+    """One adapter instance per (name, dtype) for the whole test run (JAX compiles once per shape)."""
     return {}
 
 

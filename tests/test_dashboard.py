@@ -294,7 +294,7 @@ def test_publish_names_the_bad_run_directory(tmp_path):
 
 
 def test_a_run_measured_on_two_cpu_models_is_flagged_and_split_by_host(tmp_path):
-    """Issue 14: rows of one run from different CPU models are flagged on every page and
+    """Rows of one run from different CPU models are flagged on every page and
     ranked per host, and the provenance lists each host's environment."""
     from bench.engine import grid, rundir, runner
 

@@ -1,4 +1,4 @@
-"""Issue 23, a typed hand-off between runner, cluster, cell and reference: a problem set is a
+"""A typed hand-off between runner, cluster, cell and reference: a problem set is a
 ``ProblemSet`` (no index-filled lists), ``CellResult`` lives on the parent's side, and a
 cell's reference answers are verified once per cell (plus once per problem set and worker,
 when they are first written to that worker's cache)."""

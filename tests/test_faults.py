@@ -1,4 +1,4 @@
-"""Issue 12, section 2: nothing lost, nothing deleted, nothing left behind. Fault injection
+"""Nothing lost, nothing deleted, nothing left behind. Fault injection
 with real processes, signals, files and file systems (a read-only or size-limited tmpfs,
 where this machine lets the tests mount one)."""
 

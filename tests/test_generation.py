@@ -1,4 +1,4 @@
-"""Generation at array speed (issue 22): the version-2 array samplers of planar-box and
+"""Generation at array speed: the version-2 array samplers of planar-box and
 cube-3d draw from the same distribution as the version-1 scene-by-scene samplers, give the
 same bytes for a seed, build the same cones and LPs, and record their version."""
 

@@ -1,4 +1,4 @@
-"""Issue 22, item 1: float32 means float32 on every device. Every JAX adapter traces and
+"""Float32 means float32 on every device. Every JAX adapter traces and
 runs its solve with matmul precision HIGHEST (not TF32 on an NVIDIA GPU), in its own scope.
 
 Each adapter solves a small batch in a fresh process with XLA's HLO dump on; every dot

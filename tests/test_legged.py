@@ -1,4 +1,4 @@
-"""Legged stance sets (issue 5): quadruped force QP/SOCP, humanoid torque QP, altproj."""
+"""Legged stance sets: quadruped force QP/SOCP, humanoid torque QP, altproj."""
 
 from __future__ import annotations
 

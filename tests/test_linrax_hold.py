@@ -1,4 +1,4 @@
-"""linrax-hold (issue 6): each measure's effect on a concrete LP, the guard on linrax's
+"""linrax-hold: each measure's effect on a concrete LP, the guard on linrax's
 internals, the cap, and the ablation / reproduction tables."""
 
 from __future__ import annotations
@@ -488,7 +488,7 @@ def test_the_device_table_fills_each_device_column_from_its_own_rows(tmp_path):
 
 @pytest.mark.parametrize("family, n", [("planar-box", 48), ("cube-3d", 24)])
 def test_warm_exits_share_phase_1_and_are_never_less_correct_than_cold(family, n):
-    """Issue 22: a scene's exit LPs share one phase 1 and start phase 2 from its basis
+    """A scene's exit LPs share one phase 1 and start phase 2 from its basis
     (``warm_exits``, on by default); on the same LPs they are at least as often correct as
     solved cold, with no false accept, and where both end optimal the exits agree."""
     batch = problems.generate(family, n, 0, kind="exit", **({"disk": True} if family == "planar-box" else {}))

@@ -1,4 +1,4 @@
-"""Seed 002's LP with margins as one problem (issue 22): ``bench.hold.check_batch`` solves
+"""Seed 002's LP with margins as one problem: ``bench.hold.check_batch`` solves
 LP-1, then the exits of the scenes it verified supported only, and linrax-hold starts those
 exits from LP-1's final bases (``prepare_exits_from``, ``solvers.linrax_hold_.exit_starts``)."""
 

@@ -1,4 +1,4 @@
-"""Issue 23, one capability owner: ``ProblemTraits.of`` is the one builder of traits (from
+"""One capability owner: ``ProblemTraits.of`` is the one builder of traits (from
 the family and, once generated, the batch: ``general_bounds`` included), and
 ``Capabilities.accepts`` / ``refusal`` the one check: the grid, the runner, the conformance
 suite and ``Adapter.validate`` all ask it. The issue's reproduction: a ``files[kind=lp]``

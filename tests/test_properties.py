@@ -1,5 +1,5 @@
 """Property-based tests (Hypothesis) of the validation layer, the verifier and the adapters'
-status contract (issue 12, section 3).
+status contract.
 
 ``make test`` runs the small ``ci`` profile registered in ``conftest.py``; a larger search
 is ``pytest tests/test_properties.py --hypothesis-profile thorough``.
@@ -254,14 +254,14 @@ def test_jax_adapter_returns_a_status_and_optimal_is_finite(name, dtype, data):
         assert np.all(np.isfinite(s.x)) and np.isfinite(s.objective)
 
 
-# ------------------------------------------------------------------ issue 24: inputs, rays, case keys
+# ------------------------------------------------------------------ inputs, rays, case keys
 FINITE = st.floats(-10, 10, allow_nan=False, allow_infinity=False, width=64)
 
 
 @given(st.integers(1, 4), st.integers(1, 5), st.integers(0, 3), st.data())
 def test_standard_form_arrays_are_read_only_and_never_alias_the_callers(batch, n, m, data):
     """What an adapter receives cannot be written, and the caller's arrays stay the caller's:
-    writing into them after the check changes nothing the adapter sees (issue 24, item 1)."""
+    writing into them after the check changes nothing the adapter sees."""
     c = data.draw(hnp.arrays(np.float64, (batch, n), elements=FINITE))
     A = data.draw(hnp.arrays(np.float64, (batch, m, n), elements=FINITE))
     b = data.draw(hnp.arrays(np.float64, (batch, m), elements=FINITE))
@@ -326,7 +326,7 @@ def test_a_frozen_input_is_held_without_a_copy_and_nothing_it_holds_can_be_unloc
 def test_a_generated_batch_is_frozen_and_checked_without_a_copy(family, params, saved, tmp_path):
     """``problems.generate`` freezes every array of the batch (payload included) down to its
     owner, so ``check_standard_form`` holds the batch's own memory instead of copying it
-    (issue 22: the copy was a third of validation at 65,536 cases). So does
+    (the copy was a third of validation at 65,536 cases). So does
     ``ProblemBatch.load`` (``saved``): a cell reads the batch its worker saved, and copying a
     loaded 65,536-case cube-3d batch cost about 1 s of the cell."""
     batch = problems.generate(family, 8, 0, **params)
@@ -392,7 +392,7 @@ def _lp_batch(c, A_eq, A_ub, b_ub, lb=None, P=None):
 def test_a_constructed_descent_ray_verifies_and_its_opposite_objective_does_not(n, m_eq, m_ub, data):
     """Rays built to satisfy the conditions (in the null space of A_eq, A_ub d <= 0, d >= 0)
     pass ``ray_check`` when ``c @ d < 0`` and fail for ``-c`` (c @ d > 0): the verifier's
-    unboundedness proof is exactly the recession-direction condition (issue 24, item 2)."""
+    unboundedness proof is exactly the recession-direction condition."""
     from problems.kinds.checks import DEFAULT_TOLERANCES, ray_check
 
     d = data.draw(hnp.arrays(np.float64, n, elements=st.floats(0, 1)))
@@ -456,8 +456,7 @@ def test_case_hashes_do_not_depend_on_the_block_size(cases, rows_per_block):
 @given(st.integers(1, 6), st.data())
 def test_case_hashes_name_content_whatever_the_order_or_the_seed(cases, data):
     """A case's hash depends on its content alone: permuting the batch permutes the hashes,
-    equal cases hash equal, and one changed entry changes that case's hash only (issue 24,
-    item 3)."""
+    equal cases hash equal, and one changed entry changes that case's hash only."""
     batch = problems.generate("planar-box", cases, data.draw(st.integers(0, 2**31)))
     h = batch.case_hashes()
     assert len(set(h)) == cases and all(len(x) == 32 for x in h)

@@ -1,4 +1,4 @@
-"""Issue 16: rates with bounds, timing intervals, ties and `contactbench recommend`, on real
+"""Rates with bounds, timing intervals, ties and `contactbench recommend`, on real
 runs (real solvers, a real unsafe fake adapter) and on synthetic run directories with
 controlled times."""
 

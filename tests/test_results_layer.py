@@ -1,4 +1,4 @@
-"""Issue 23, one results table (``bench.analysis.results``): the report, the dashboard and
+"""One results table (``bench.analysis.results``): the report, the dashboard and
 ``contactbench recommend`` are presenters over it, so on one real run they give the same
 counts (distinct cases, each with its worst outcome), and the report and the dashboard the
 same ranks and ties (the one ranking rule). ``recommend`` ranks only the configurations
@@ -164,7 +164,7 @@ def test_sign_flips_change_the_fingerprint(flips):
 
 
 def test_rankings_compare_like_with_like(run):
-    """Issue 25: each ranking holds one kind, batch size and device: no exit configuration
+    """Each ranking holds one kind, batch size and device: no exit configuration
     in an LP-1 ranking, ranks restart at 1 in every group."""
     for _family, rows in run.groupby("family_label"):
         table = publish.ranked_groups(publish.family_table(rows))

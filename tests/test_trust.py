@@ -1,4 +1,4 @@
-"""Issue 12, section 1: no unverified answer is counted correct; no solver flag decides an
+"""No unverified answer is counted correct; no solver flag decides an
 outcome alone; inputs that make solvers silently wrong are refused; the reference cannot be
 hijacked. Each test reproduces what main (43f013a) got wrong."""
 
@@ -210,7 +210,7 @@ def test_complex_and_zero_variable_inputs_are_refused():
 
 
 def test_rejected_highs_option_is_an_error_not_a_silent_default(tmp_path):
-    # outside the option's declared range: refused when the spec is parsed (issue 24)
+    # outside the option's declared range: refused when the spec is parsed
     with pytest.raises(ProblemError, match="primal_feasibility_tolerance': expected a number > 0"):
         solvers.get("highs", primal_feasibility_tolerance=-1)
     with pytest.raises(ProblemError, match="threads': expected an integer >= 0"):

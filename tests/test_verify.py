@@ -96,7 +96,7 @@ def test_exit_overclaim_is_false_accept():
 
 
 def test_unverified_exit_of_zero_is_never_correct():
-    """Regression (issue 12): an unverified exit is set to 0 for margins, and 0 equals a
+    """Regression: an unverified exit is set to 0 for margins, and 0 equals a
     reference exit of 0, so ``exit_outcomes`` called it correct; 87 of 192 'correct'
     planar exits of linrax float32 were unverified."""
     verdict = pd.Series(["uncertain", "failed", "infeasible", "verified", "infeasible", "verified"])
@@ -170,7 +170,7 @@ def test_reference_is_cached_on_disk(isolated_cache, monkeypatch):
 
 
 def test_doctored_reference_cache_is_detected_and_recomputed(isolated_cache):
-    """Regression (issue 12): wrong references persisted in the cache, whose key ignored
+    """Regression: wrong references persisted in the cache, whose key ignored
     which solver produced them. The cache stores answers and re-verifies them on load."""
     b = problems.generate("planar-box", 32, 1)
     first = reference(b)

@@ -1,5 +1,6 @@
-"""Issue 24 ("trust, second round"): each reproduction of the hostile-user probes, as a test
-that fails on the code before its fix. Numbers in test names follow the issue's items."""
+"""Hostile-user probes, each reproduced as a test that fails on the code before its fix:
+adapters that change their inputs or fake their proofs, refused settings, resumes of changed
+runs, and outputs that must not be overwritten."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from solvers import ProblemError, SolverSpec
     ("daqp[eps_prox=-0.5]", "setting 'eps_prox': expected a number >= 0 (or -1.0)"),
     ("linrax-hold[max_pivots=0]", "setting 'max_pivots': expected an integer >= 1"),
 ])
-def test_19_a_solver_option_outside_its_range_is_refused(spec, words):
+def test_a_solver_option_outside_its_range_is_refused(spec, words):
     name = spec.split("[")[0]
     if solvers.available().get(name):
         pytest.skip(solvers.available()[name])
@@ -30,14 +31,14 @@ def test_19_a_solver_option_outside_its_range_is_refused(spec, words):
     assert words in str(err.value)
 
 
-def test_19_special_and_boundary_values_are_accepted():
+def test_special_and_boundary_values_are_accepted():
     if not solvers.available().get("daqp"):
         assert SolverSpec.parse("daqp[eps_prox=-1]").settings["eps_prox"] == -1.0
         assert SolverSpec.parse("daqp[eps_prox=0]").settings["eps_prox"] == 0.0
     assert SolverSpec.parse("highs[threads=0]").settings["threads"] == 0
 
 
-def test_19_every_numeric_option_of_every_adapter_declares_its_range():
+def test_every_numeric_option_of_every_adapter_declares_its_range():
     undeclared = [f"{name}.{key}" for name, cls in solvers.adapters().items()
                   for key, opt in cls.options().items()
                   if opt.numeric and opt.ge is None and opt.gt is None and opt.le is None]
@@ -45,7 +46,7 @@ def test_19_every_numeric_option_of_every_adapter_declares_its_range():
 
 
 # ------------------------------------------------------------------ 20: every direct solve ends
-def test_20_mpax_direct_solve_of_an_unbounded_lp_ends():
+def test_mpax_direct_solve_of_an_unbounded_lp_ends():
     if solvers.available().get("mpax"):
         pytest.skip(solvers.available()["mpax"])
     from solvers.mpax_ import DEFAULT_MAX_ITER
@@ -65,7 +66,7 @@ def test_20_mpax_direct_solve_of_an_unbounded_lp_ends():
     # are read-only views (a generated or loaded batch is frozen, ProblemBatch.load included)
     ("batch", ("changed the problem arrays", "cannot set WRITEABLE flag")),
 ])
-def test_01_an_adapter_that_changes_its_input_is_judged_on_the_original(tmp_path, fake_plugins, how, words):
+def test_an_adapter_that_changes_its_input_is_judged_on_the_original(tmp_path, fake_plugins, how, words):
     """The issue's probe (A = 0, b = 1, then y_eq = 1 as a certificate) scored 47/96 exits and
     22/32, 20/32 quadruped QPs and SOCPs correct. Now its answers are judged on the problems
     generated, exactly as the same answers from an adapter that changes nothing."""
@@ -99,7 +100,7 @@ def _unbounded_folder(folder):
 
 
 @pytest.mark.needs("highs", "clarabel", "osqp")
-def test_02_an_unbounded_lp_is_recorded_unbounded_and_only_a_verified_ray_is_correct(tmp_path, fake_plugins):
+def test_an_unbounded_lp_is_recorded_unbounded_and_only_a_verified_ray_is_correct(tmp_path, fake_plugins):
     from bench.engine import runner
     from bench.engine.grid import Cell
 
@@ -120,7 +121,7 @@ def test_02_an_unbounded_lp_is_recorded_unbounded_and_only_a_verified_ray_is_cor
         assert not results[name]["ray_ok"].any()
 
 
-def test_02_highs_ray_verifies_where_highs_has_one():
+def test_highs_ray_verifies_where_highs_has_one():
     """x0 - x1 <= 1, min -x0 - x1: HiGHS returns the ray (1, 1, 0); the verifier accepts it,
     and rejects it for the opposite objective (a bounded problem)."""
     import problems
@@ -139,7 +140,7 @@ def test_02_highs_ray_verifies_where_highs_has_one():
 
 
 # ------------------------------------------------------------------ 3: a case is named by its content
-def test_03_files_cases_count_once_across_seeds(tmp_path):
+def test_files_cases_count_once_across_seeds(tmp_path):
     """The files family ignores --seed: three seeds are one set of 16 cases, not 48."""
     from bench.reporting import report
     from bench.analysis import results
@@ -195,7 +196,7 @@ def _family_plugin(tmp_path: Path, body: str) -> dict:
     ("seed = int(np.random.default_rng().integers(1 << 30))", "the family's sampler is not deterministic"),
     ("return planar_box.sample(n - 1, seed)", "its sampler returned 3 items and 3 meta rows for n = 4; expected 4 items"),
 ])
-def test_17_a_sampler_that_hangs_exits_or_raises_stops_the_run_before_anything_is_created(tmp_path, body, words):
+def test_a_sampler_that_hangs_exits_or_raises_stops_the_run_before_anything_is_created(tmp_path, body, words):
     env = _family_plugin(tmp_path, body)
     # the generation timeout starts once the problem-set process has started (its start-up is
     # outside it), so 6 s is far more than 4 planar scenes need even on a loaded machine
@@ -233,7 +234,7 @@ def _files_folder(folder: Path, count: int, **override) -> Path:
     ({}, 32, "holds 20 problems, fewer than the 32 asked for"),                 # 13b
     ({"c": np.array([np.nan, 1.0])}, 4, "expected finite values"),
 ])
-def test_09_a_problem_no_cell_could_be_judged_on_exits_2_naming_it(tmp_path, override, n, words):
+def test_a_problem_no_cell_could_be_judged_on_exits_2_naming_it(tmp_path, override, n, words):
     folder = _files_folder(tmp_path / "lps", 20 if n == 32 else 4, **override)
     res = cb("run", "-f", f"files[kind=lp,path={folder}]", "-s", "highs", "--n", n, "--out", tmp_path / "runs",
              cwd=tmp_path)
@@ -245,7 +246,7 @@ def test_09_a_problem_no_cell_could_be_judged_on_exits_2_naming_it(tmp_path, ove
     assert _nothing_created(tmp_path / "runs")
 
 
-def test_09_a_relative_files_path_names_the_same_folder_everywhere(tmp_path):
+def test_a_relative_files_path_names_the_same_folder_everywhere(tmp_path):
     import problems
 
     _files_folder(tmp_path / "lps", 2)
@@ -271,7 +272,7 @@ def test_09_a_relative_files_path_names_the_same_folder_everywhere(tmp_path):
     ("files[path=5]", "path: expected"),
     ("files[max_mb=-1]", "max_mb: expected"),
 ])
-def test_13b_a_family_parameter_of_the_wrong_type_or_shape_is_refused(spec, words):
+def test_a_family_parameter_of_the_wrong_type_or_shape_is_refused(spec, words):
     import problems
 
     with pytest.raises(ProblemError) as err:
@@ -279,7 +280,7 @@ def test_13b_a_family_parameter_of_the_wrong_type_or_shape_is_refused(spec, word
     assert words in str(err.value)
 
 
-def test_15_a_fifo_is_refused_not_read(tmp_path):
+def test_a_fifo_is_refused_not_read(tmp_path):
     folder = _files_folder(tmp_path / "lps", 2)
     os.mkfifo(folder / "a.npz")
     res = cb("run", "-f", f"files[kind=lp,path={folder}]", "-s", "highs", "--n", "2", "--out", tmp_path / "runs",
@@ -287,7 +288,7 @@ def test_15_a_fifo_is_refused_not_read(tmp_path):
     assert res.returncode == 2 and "a.npz: is a FIFO, not a regular .npz file" in res.stdout, res.stdout + res.stderr
 
 
-def test_18_a_small_file_of_huge_arrays_is_refused_before_it_is_loaded(tmp_path):
+def test_a_small_file_of_huge_arrays_is_refused_before_it_is_loaded(tmp_path):
     import problems
     from problems.files import decompressed_bytes
 
@@ -312,7 +313,7 @@ def test_18_a_small_file_of_huge_arrays_is_refused_before_it_is_loaded(tmp_path)
     (["--scheduler", "tls://127.0.0.1:8786"], "the scheme 'tls' is not supported"),
     (["--scheduler", "127.0.0.1"], "give the scheduler's port"),
 ])
-def test_12_13_16_bad_run_values_exit_2_at_once(tmp_path, args, words):
+def test_13_16_bad_run_values_exit_2_at_once(tmp_path, args, words):
     started = time.monotonic()
     res = cb("run", "-s", "highs", "-f", "planar-box", "--n", "2", "--out", tmp_path / "runs", *args, cwd=tmp_path)
     text = res.stdout + res.stderr
@@ -322,7 +323,7 @@ def test_12_13_16_bad_run_values_exit_2_at_once(tmp_path, args, words):
     assert _nothing_created(tmp_path / "runs")
 
 
-def test_06_latest_is_reserved_and_stays_a_link(tmp_path):
+def test_latest_is_reserved_and_stays_a_link(tmp_path):
     run = small_run(tmp_path, "r", ("highs",))
     res = cb("run", "-s", "highs", "-f", "planar-box", "--n", "2", "--out", tmp_path / "runs", "--run-id", "latest",
              cwd=tmp_path)
@@ -331,7 +332,7 @@ def test_06_latest_is_reserved_and_stays_a_link(tmp_path):
     cb("report", tmp_path / "runs" / "latest", "--out", tmp_path / "rep", cwd=tmp_path, check=0)
 
 
-def test_05_resume_continues_the_recorded_grid_and_keeps_its_history(tmp_path):
+def test_resume_continues_the_recorded_grid_and_keeps_its_history(tmp_path):
     run = small_run(tmp_path, "r", ("highs",))
     first = json.loads((run / "run.json").read_text())
     cell = next(run.glob("*.parquet"))
@@ -365,7 +366,7 @@ def test_resume_continues_the_grid_of_grid_toml_when_run_json_is_truncated(tmp_p
     assert json.loads((run / "run.json").read_text())["cells"]
 
 
-def test_07_a_second_run_with_the_same_id_is_refused_while_the_first_runs(tmp_path):
+def test_a_second_run_with_the_same_id_is_refused_while_the_first_runs(tmp_path):
     mark = tmp_path / "inside"
     env = {**os.environ, **PLUGINS, "FAKE_SLEEP_S": "30", "FAKE_SLEEP_MARK": str(mark)}
     first = subprocess.Popen([sys.executable, "-m", "bench.cli", "run", "-f", "planar-box", "--n", "2", "--repeats",
@@ -390,7 +391,7 @@ def test_07_a_second_run_with_the_same_id_is_refused_while_the_first_runs(tmp_pa
 
 
 @pytest.mark.parametrize("command", ["publish", "report"])
-def test_04_a_folder_of_the_users_files_is_never_replaced(tmp_path, command):
+def test_a_folder_of_the_users_files_is_never_replaced(tmp_path, command):
     run = small_run(tmp_path, "r", ("highs",))
     user = tmp_path / "mine"
     (user / "assets").mkdir(parents=True)
@@ -408,7 +409,7 @@ def test_04_a_folder_of_the_users_files_is_never_replaced(tmp_path, command):
 
 
 @pytest.mark.parametrize("command", ["publish", "report"])
-def test_11_a_read_only_or_full_out_exits_1_with_a_message(tmp_path, tmpfs, command):
+def test_a_read_only_or_full_out_exits_1_with_a_message(tmp_path, tmpfs, command):
     run = small_run(tmp_path, "r", ("highs",))
     for name, options in (("ro", "ro,size=1m"), ("full", "size=64k")):
         where = tmpfs(f"{command}-{name}", options)
@@ -422,7 +423,7 @@ def test_11_a_read_only_or_full_out_exits_1_with_a_message(tmp_path, tmpfs, comm
         assert leftovers(where) == [] and not (where / "out").exists()
 
 
-def test_08_pages_of_families_whose_labels_differ_by_case_are_both_written(tmp_path):
+def test_pages_of_families_whose_labels_differ_by_case_are_both_written(tmp_path):
     from bench.reporting import publish
 
     runs = []
@@ -449,7 +450,7 @@ def readme_python_blocks() -> list[str]:
 
 
 @pytest.mark.parametrize("index", range(len(readme_python_blocks())))
-def test_14_readme_python_blocks_run_as_scripts(tmp_path, index):
+def test_readme_python_blocks_run_as_scripts(tmp_path, index):
     """Each ```python block of README, saved as a file and run with ``python file.py`` (the
     probe ran the grid snippet this way: 'Nanny failed to start' without the main guard)."""
     block = readme_python_blocks()[index]
@@ -543,7 +544,7 @@ def test_api_misuse_raises_problem_error_naming_the_argument(tmp_path):
 
 
 # ------------------------------------------------------------------ 10: a cell file missing columns
-def test_10_a_cell_file_missing_columns_is_skipped_or_completed_never_a_traceback(tmp_path):
+def test_a_cell_file_missing_columns_is_skipped_or_completed_never_a_traceback(tmp_path):
     import pyarrow.parquet as pq
 
     from bench.reporting import publish, report
@@ -572,7 +573,7 @@ def test_10_a_cell_file_missing_columns_is_skipped_or_completed_never_a_tracebac
 
 
 @pytest.mark.parametrize("special", ["socket", "device", "folder"])
-def test_15_other_special_files_named_npz_are_refused(tmp_path, special):
+def test_other_special_files_named_npz_are_refused(tmp_path, special):
     import socket
 
     import problems
