@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 GPU_STAMP := $(VENV)/.installed-gpu
 
-.PHONY: run test bench gpu-check wheelhouse install clean
+.PHONY: run test test-fast lint bench gpu-check wheelhouse install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,11 +24,20 @@ run: $(STAMP)
 	$(BIN)/contactbench report results/runs/latest --out results/latest --format none
 	$(BIN)/contactbench publish results/runs/latest --out results/site
 
-## test: the whole test suite: in parallel on every core (pytest-xdist), then the tests
-## marked `serial` alone (they time things or load the whole machine).
-test: $(STAMP)
+## test: lint, then the whole test suite: in parallel on every core (pytest-xdist), then
+## the tests marked `serial` alone (they time things or load the whole machine).
+test: $(STAMP) lint
 	$(BIN)/python -m pytest -q -n auto --dist worksteal -m "not serial" --durations=15
 	$(BIN)/python -m pytest -q -m serial
+
+## test-fast: the quick lane while editing: lint and every test not marked slow, serial or
+## benchmark (no browser, asv or timing runs).
+test-fast: $(STAMP) lint
+	$(BIN)/python -m pytest -q -n auto --dist worksteal -m "not slow and not serial and not benchmark"
+
+## lint: ruff (pyflakes and pycodestyle; configuration in pyproject.toml)
+lint: $(STAMP)
+	$(BIN)/ruff check .
 
 ## bench: the pytest-benchmark benchmarks, timed, as JSON in results/benchmarks.json.
 bench: $(STAMP)

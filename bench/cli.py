@@ -9,7 +9,6 @@ import re
 import shlex
 import sys
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
@@ -24,11 +23,10 @@ import solvers
 from solvers import BenchError, ProblemError
 from solvers.timing import check_repeats
 
-from bench.engine import grid, rundir, runner
+from bench.engine import grid, rundir
+from bench.engine.run import Run, cell_title, execute
+from bench.engine.states import FINISHED, NOT_RUN, CellState, RunState
 from bench.reporting import report
-from bench.studies import seed002
-from bench.engine.env import has_gpu
-from bench.engine.verify import DEFAULT_TOLERANCES
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Benchmark LP/QP solvers on contact-stability (hold-test) problems.")
@@ -191,41 +189,27 @@ def run(
         values = {"family": family, "solver": solver, "n": _split(n), "dtype": _split(dtype), "device": device,
                   "seed": seed, "repeats": repeats, "timeout": timeout, "preset": preset}
         chosen = _grid_options(ctx, config, values)
-        cells, skipped, preset_timeout = _plan(values, chosen)
-        timeout = {**values, **chosen}["timeout"]
-        if workers is not None and scheduler:
-            _fail("--workers: not with --scheduler (the cluster's workers run the cells)")
-        if workers is not None:
-            from bench.engine.cluster import check_workers
-
-            check_workers(workers)
-        if scheduler:
-            from bench.engine.cluster import check_scheduler_address
-
-            check_scheduler_address(scheduler)
+        cells, skipped, timeout = _plan(values, chosen)
+        _check_engine_options(workers, scheduler, decide_budget)
         if resume:
             cells, skipped, timeout, chosen = _resumed_grid(ctx, out, run_id, cells, timeout, chosen, config)
+        if decide is None and resume:  # a resumed run continues the deciding pass it recorded
+            budget = Run.open(out, run_id, True).recorded_decide_budget
+            decide, decide_budget = (True, budget) if budget else (None, decide_budget)
     except BenchError as exc:
         _fail(_cli_names(str(exc)))
     if not cells:
         _fail("nothing to run: every combination was skipped: " + "; ".join(f"{a}: {b}" for a, b in skipped))
-    if not (math.isfinite(decide_budget) and decide_budget > 0):
-        _fail(f"--decide-budget: expected a finite number of seconds > 0, got {decide_budget!r}")
-    # on by default for the default run: --preset default over every family and solver; a resumed
-    # run continues the deciding pass it recorded
-    recorded = rundir.read_manifest(rundir.resume_dir(out, run_id)).get("decide") if resume else None
-    if decide is None and isinstance(recorded, dict):
-        decide, decide_budget = True, float(recorded.get("budget_s", decide_budget))
-    deciding = decide if decide is not None else (
+    deciding = decide if decide is not None else (  # on by default for the default run
         chosen.get("preset", "default") == "default" and not chosen.get("family") and not chosen.get("solver"))
     try:
-        _execute(ctx, cells, skipped, out, run_id, resume, timeout if timeout is not None else preset_timeout,
-                 scheduler=scheduler, workers=workers, exclusive=exclusive, grid_options=chosen,
-                 decide_budget=decide_budget if deciding else None)
+        outcome = _execute(ctx, cells, skipped, out, run_id, resume, timeout, scheduler=scheduler, workers=workers,
+                           exclusive=exclusive, grid_options=chosen, decide_budget=decide_budget if deciding else None)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: the finished cells are kept; contactbench run --resume "
                       + (f"--run-id {_text(run_id)} " if run_id else "") + "continues the run")
         raise typer.Exit(130) from None
+    _print_outcome(outcome)
 
 
 #: the options of ``run`` that choose its grid (a resumed run keeps the one it recorded)
@@ -252,54 +236,52 @@ def _grid_options(ctx: typer.Context, config: Optional[Path], values: dict) -> d
         chosen = {**gridfile.read(config), **chosen}
     return gridfile.check(chosen, "run")
 
-def _plan(values: dict, chosen: dict) -> tuple[list, list, Optional[float]]:
+def _plan(values: dict, chosen: dict) -> tuple[list, list, float]:
     """``bench.engine.grid.plan`` of the run options ``values`` with the grid options ``chosen`` over
-    them: ``(cells, skipped, the preset's timeout)``. Every grid argument is checked there,
+    them: ``(cells, skipped, the timeout per cell: given, else the preset's)``. Every grid argument is checked there,
     once."""
     merged = {**values, **chosen}
     return grid.plan(merged["preset"], merged["family"], merged["solver"], merged["n"], merged["dtype"],
                      merged["device"], merged["seed"], merged["repeats"], merged["timeout"])
 
 
-def _resumed_grid(ctx: typer.Context, out: Path, run_id: Optional[str], cells: list, timeout: Optional[float],
-                  chosen: dict, config: Optional[Path]) -> tuple[list, list, Optional[float], dict]:
-    """``(cells, skipped, timeout, grid options)`` a ``--resume`` continues: the grid its
-    ``run.json`` recorded. Grid options given on the command line or by ``--config`` must
+def _check_engine_options(workers: Optional[int], scheduler: Optional[str], decide_budget: float) -> None:
+    """``ProblemError`` naming the option for ``--workers`` with ``--scheduler``, a bad worker
+    count or scheduler address, or a deciding budget that is not a finite number > 0."""
+    from bench.engine.cluster import check_scheduler_address, check_workers
+
+    if workers is not None and scheduler:
+        raise ProblemError("--workers: not with --scheduler (the cluster's workers run the cells)")
+    if workers is not None:
+        check_workers(workers)
+    if scheduler:
+        check_scheduler_address(scheduler)
+    if not (math.isfinite(decide_budget) and decide_budget > 0):
+        raise ProblemError(f"--decide-budget: expected a finite number of seconds > 0, got {decide_budget!r}")
+
+
+def _resumed_grid(ctx: typer.Context, out: Path, run_id: Optional[str], cells: list, timeout: float,
+                  chosen: dict, config: Optional[Path]) -> tuple[list, list, float, dict]:
+    """``(cells, skipped, timeout, grid options)`` a ``--resume`` continues: the grid the run
+    recorded (``Run.recorded``). Grid options given on the command line or by ``--config`` must
     name that same grid (``ProblemError`` naming them otherwise); ``--timeout`` may change,
     else the recorded one."""
-    from bench.engine import gridfile
-
-    run_dir = rundir.resume_dir(out, run_id)
-    manifest = rundir.read_manifest(run_dir)
-    if not isinstance(manifest.get("cells"), list) and (run_dir / "grid.toml").is_file():
-        recorded_grid = gridfile.read(run_dir / "grid.toml")
-        console.print(f"[yellow]note:[/] {_text(run_dir / 'run.json')} does not read; continuing the grid "
-                      f"{_text(run_dir / 'grid.toml')} records")
-        defaults = {p.name: p.default for p in ctx.command.params}
-        recorded, skipped, _preset_timeout = _plan({
-            "family": defaults["family"] or [], "solver": defaults["solver"] or [], "n": _split(defaults["n"]),
+    defaults = {p.name: p.default for p in ctx.command.params}
+    base = {"family": defaults["family"] or [], "solver": defaults["solver"] or [], "n": _split(defaults["n"]),
             "dtype": _split(defaults["dtype"]), "device": defaults["device"], "seed": defaults["seed"],
-            "repeats": defaults["repeats"], "timeout": None, "preset": defaults["preset"]}, recorded_grid)
-        manifest = {"cells": [c.to_dict() for c in recorded], "skipped": skipped, "grid": recorded_grid}
-    if not isinstance(manifest.get("cells"), list):
-        raise BenchError(f"--resume: {str(run_dir)!r} has no readable run.json or grid.toml recording its grid; "
-                         "start a new run instead")
-    try:
-        recorded = [grid.Cell.from_dict(d) for d in manifest["cells"]]
-    except (BenchError, KeyError, TypeError, ValueError) as exc:
-        raise BenchError(f"--resume: the grid recorded in {str(run_dir / 'run.json')!r} does not read "
-                         f"({type(exc).__name__}: {exc}); start a new run instead") from None
+            "repeats": defaults["repeats"], "timeout": None, "preset": defaults["preset"]}
+    run = Run.open(out, run_id, resume=True)
+    recorded = run.recorded(lambda options: _plan(base, options)[:2])
+    if recorded.from_grid_toml:
+        console.print(f"[yellow]note:[/] {_text(run.dir / 'run.json')} does not read; continuing the grid "
+                      f"{_text(run.dir / 'grid.toml')} records")
     given = [name for name in GRID_OPTIONS if name in _given(ctx)] + (["config"] if config is not None else [])
-    if given and {c.cell_id for c in cells} != {c.cell_id for c in recorded}:
-        options = ", ".join("--" + name for name in given)
-        raise BenchError(f"--resume: {options} name another grid than the one {str(run_dir.name)!r} recorded "
-                         f"({len(recorded)} cells, command: {manifest.get('command', '?')}); give no grid "
-                         "options to continue it as recorded")
-    recorded_timeout = manifest.get("timeout")
-    if timeout is None and isinstance(recorded_timeout, (int, float)):
-        timeout = float(recorded_timeout)
-    recorded_grid = manifest.get("grid") if isinstance(manifest.get("grid"), dict) else chosen
-    return recorded, [tuple(s) for s in manifest.get("skipped", [])], timeout, recorded_grid
+    if given and {c.cell_id for c in cells} != {c.cell_id for c in recorded.cells}:
+        raise ProblemError(f"--resume: {', '.join('--' + name for name in given)} name another grid than the one "
+                           f"{run.id!r} recorded ({len(recorded.cells)} cells, command: {recorded.command or '?'}); "
+                           "give no grid options to continue it as recorded")
+    timeout = timeout if "timeout" in chosen or recorded.timeout is None else recorded.timeout
+    return recorded.cells, recorded.skipped, timeout, recorded.grid or chosen
 
 
 def _start_dask(stack: contextlib.ExitStack, scheduler: Optional[str], workers: Optional[int], cells: list):
@@ -326,7 +308,7 @@ def _start_dask(stack: contextlib.ExitStack, scheduler: Optional[str], workers: 
     def close(connecting) -> None:
         try:
             client, local = connecting.result()
-        except BaseException:  # noqa: BLE001 - nothing was started, or its error is reported below
+        except BaseException:
             return
         client.close()
         if local is not None:
@@ -404,193 +386,92 @@ def _write_failed(run_dir: Path, exc: OSError) -> None:
     raise typer.Exit(1)
 
 
-def _engine(client, embedded: bool) -> dict:
-    """How the cells ran, for the manifest: the Dask cluster (embedded or not), its workers
-    and how many cells it runs at once (more than one per host: timings share the host)."""
-    info = client.scheduler_info()
-    workers = info.get("workers", {}).values()
-    hosts = {w.get("host") for w in workers}
-    at_once = sum(w.get("nthreads", 1) for w in workers)
-    return {"kind": "dask", "embedded": embedded, "scheduler": str(client.scheduler.address),
-            "workers": len(workers), "cells_at_once": at_once, "hosts": len(hosts),
-            "timings_share_a_host": at_once > len(hosts)}
-
-
-def _cell_title(cell: grid.Cell) -> str:
-    """``family/kind solver dtype device n=N``: one cell in progress lines."""
-    return f"{cell.family_label}/{cell.kind} {cell.solver} {cell.dtype} {cell.device} n={cell.n}"
-
-
 def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: Optional[str], resume: bool,
              timeout: float, scheduler: Optional[str] = None, workers: Optional[int] = None,
-             exclusive: bool = False, grid_options: Optional[dict] = None,
-             decide_budget: Optional[float] = None) -> Path:
-    """Run ``cells`` into a run directory under ``out`` on Dask (the cluster at ``scheduler``,
-    else an embedded one of ``workers`` processes) with progress output; print the summary."""
-    from bench.engine import problemsets
-
+             exclusive: bool = False, grid_options: Optional[dict] = None, decide_budget: Optional[float] = None):
+    """``bench.engine.run.execute`` on Dask (the cluster at ``scheduler``, else an embedded one
+    of ``workers`` processes, started while the problem sets are made) with progress output;
+    a bad problem set or a run in use exits 2, a disk that refuses a write exits 1."""
     with contextlib.ExitStack() as stack:
-        # first: an unreachable --scheduler creates nothing; an embedded cluster starts meanwhile
-        client_when_ready = _start_dask(stack, scheduler, workers, cells)
+        client = _start_dask(stack, scheduler, workers, cells)  # an unreachable --scheduler creates nothing
         check_out_writable(out)
         try:
-            run_dir = rundir.open_run_dir(out, run_id, resume)
-            stage = stack.enter_context(rundir.staging_dir(out))
-            with console.status("generating and checking the problem sets ..."):
-                problemsets.prepare(cells, stage, timeout, also_in=[run_dir / "batches"],
-                                    recheck=run_dir / "batches" if resume else None)
-            client = client_when_ready()
-            stack.enter_context(rundir.run_lock(out, run_dir.name))
-            run_dir = rundir.open_run_dir(out, run_dir.name, resume)  # again, now that no other run can start it
-        except BenchError as exc:  # a bad problem set, a run in use: nothing of the run was created
+            return execute(cells, out, run_id, resume=resume, timeout=timeout, skipped=skipped,
+                           grid=grid_options or {}, command=_command_line(ctx), client=client,
+                           embedded=not scheduler, exclusive=exclusive, decide_budget=decide_budget,
+                           progress=_progress, on_started=_announce, on_deciding=_announce_deciding,
+                           generating=lambda: console.status("generating and checking the problem sets ..."))
+        except BenchError as exc:
             _fail(str(exc))
-        except OSError as exc:  # a full or read-only disk: nothing of the run was created
-            _write_failed(out, exc)
-        return _execute_on(ctx, client, not scheduler, cells, skipped, run_dir, out, resume, timeout, exclusive,
-                           stage, grid_options or {}, decide_budget)
+        except OSError as exc:  # a full or read-only disk: finished cells are kept
+            _write_failed(Path(out), exc)
 
 
-def _execute_on(ctx: typer.Context, client, embedded: bool, cells: list, skipped: list, run_dir: Path, out: Path,
-                resume: bool, timeout: float, exclusive: bool, stage: Path, grid_options: dict,
-                decide_budget: Optional[float] = None) -> Path:
-    """``_execute`` once the run directory is chosen, its problem sets generated into
-    ``stage`` and the Dask client connected: the manifest (``_start_run``), the cells with
-    progress output (``_run_with_progress``), then the summary and the exit code
-    (``_finish_run``)."""
-    manifest = _start_run(ctx, client, embedded, cells, skipped, run_dir, out, resume, timeout, exclusive, stage,
-                          grid_options)
-    for what, why in skipped:
+def _announce(run: Run) -> None:
+    for what, why in run.manifest.get("skipped", []):
         console.print(f"[dim]skip {_text(what)}: {_text(why)}[/]")
-    console.print(f"run [bold]{run_dir.name}[/]: {len(cells)} cells -> {run_dir}")
-    results = _run_with_progress(cells, run_dir, timeout, resume, client, exclusive)
-    decisions = _decide(cells, results, run_dir, timeout, resume, client, exclusive, decide_budget, manifest)
-    return _finish_run(results, skipped, manifest, run_dir, decisions)
+    console.print(f"run [bold]{run.id}[/]: {len(run.manifest['cells'])} cells -> {run.dir}")
 
 
-def _decide(cells: list, results: list, run_dir: Path, timeout: float, resume: bool, client, exclusive: bool,
-            budget: Optional[float], manifest: dict) -> list:
-    """The deciding pass (``bench.engine.decide``) over the screening cells' rows, its cells run like
-    the others; the decisions recorded in run.json (``decide``). None without a budget."""
-    from bench.engine import decide
-
-    done = [r for r in results if r.state in ("done", "skipped")]
-    if budget is None or not done:
-        return []
+def _announce_deciding(budget: float) -> None:
     console.print(f"deciding: the fastest open configurations of each family, kind and device, on fresh cases "
                   f"(at most {budget:g} s)")
-    rows = report.load_runs([run_dir])
-    rows = rows[rows["cell_id"].isin({c.cell_id for c in cells})]
-
-    def run(more: list) -> list:
-        return _run_with_progress(more, run_dir, timeout, True, client, exclusive)
-
-    decisions = decide.decide(rows, cells, run, budget)
-    manifest["decide"] = {"budget_s": budget, "decisions": decide.as_records(decisions)}
-    try:
-        rundir.write_manifest(run_dir, manifest)
-    except OSError as exc:
-        _write_failed(run_dir, exc)
-    return decisions
 
 
-def _start_run(ctx: typer.Context, client, embedded: bool, cells: list, skipped: list, run_dir: Path, out: Path,
-               resume: bool, timeout: float, exclusive: bool, stage: Path, grid_options: dict) -> dict:
-    """Move the problem sets from ``stage`` into the run, write its ``run.json`` and
-    ``grid.toml`` (``bench.engine.gridfile``) and point ``latest`` at it; returns the manifest. A
-    resumed run keeps the command line and start time it recorded first, and lists each
-    resumption under ``resumed``."""
-    from bench.engine import gridfile
-
-    command = _command_line(ctx)
-    now = datetime.now(timezone.utc).isoformat()
-    try:
-        previous = rundir.read_manifest(run_dir) if resume else {}
-        run_dir.mkdir(parents=True, exist_ok=True)
-        rundir.move_batches(stage, run_dir / "batches")
-        manifest = {
-            "run_id": run_dir.name, "command": command, "started": now,
-            "grid": grid_options, "cells": [c.to_dict() for c in cells], "skipped": skipped, "timeout": timeout,
-            "tolerances": DEFAULT_TOLERANCES.as_dict(),
-            "engine": {**_engine(client, embedded), "exclusive": exclusive},
-        }
-        if previous.get("command"):
-            manifest.update(command=previous["command"], started=previous.get("started", ""),
-                            resumed=[*previous.get("resumed", []), {"command": command, "started": now}])
-        rundir.write_manifest(run_dir, manifest)
-        (run_dir / "grid.toml").write_text(gridfile.to_toml(grid_options))
-        rundir.point_latest(out, run_dir)
-    except OSError as exc:
-        _write_failed(run_dir, exc)
-    return manifest
-
-
-def _run_with_progress(cells: list, run_dir: Path, timeout: float, resume: bool, client, exclusive: bool) -> list:
-    """``runner.run_cells`` with a progress bar and one line per finished cell (``cell_line``);
-    a disk that fills or turns read-only mid-run exits 1, the finished cells kept."""
+@contextlib.contextmanager
+def _progress(cells: list):
+    """A progress bar over ``cells`` and one line per finished cell (``cell_line``)."""
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("cells", total=len(cells))
 
-        def started(cell: grid.Cell) -> None:
-            progress.update(task, description=_text(_cell_title(cell)))
+        def started(cell) -> None:
+            progress.update(task, description=_text(cell_title(cell)))
 
-        def done(result: runner.CellResult) -> None:
+        def done(result) -> None:
             progress.advance(task)
-            head = _text(_cell_title(result.cell))
-            if result.state == "skipped":
+            head = _text(cell_title(result.cell))
+            if result.state == CellState.SKIPPED:
                 progress.console.print(f"[dim]= {head}: already done[/]")
-            elif result.state in ("unavailable", "refused"):
+            elif result.state in NOT_RUN:
                 progress.console.print(f"[dim]skip {head}: {_text(result.reason)}[/]")
-            elif result.state == "done":
+            elif result.state == CellState.DONE:
                 progress.console.print(cell_line(head, result.rows))
             else:
                 why = _text(result.reason.splitlines()[0]) if result.reason else ""
                 progress.console.print(f"[red]✗[/] {head}: {result.state}: {why}")
 
-        try:
-            return runner.run_cells(cells, run_dir, run_dir.name, timeout=timeout, resume=resume, client=client,
-                                    exclusive=exclusive, on_start=started, on_done=done)
-        except OSError as exc:  # disk full, folder made read-only mid-run: finished cells stay
-            _write_failed(run_dir, exc)
+        yield started, done
 
 
-def _finish_run(results: list, skipped: list, manifest: dict, run_dir: Path, decisions: list = ()) -> Path:
-    """Record the cells refused or unavailable on their worker beside the grid's skips, print
-    the summary, the counts and the deciding pass's answers, and exit 1 when the scheduler was
-    lost, no cell could run or every cell failed."""
-    unavailable = [r for r in results if r.state == "unavailable"]
-    refused = [r for r in results if r.state == "refused"]
-    lost = [r for r in results if r.state == "lost"]
-    ran = [r for r in results if r.state not in ("unavailable", "refused", "lost")]
-    if unavailable or refused:  # recorded beside the grid's own skips
-        manifest["skipped"] = [*skipped, *([_cell_title(r.cell), r.reason] for r in [*refused, *unavailable])]
-        try:
-            rundir.write_manifest(run_dir, manifest)
-        except OSError as exc:
-            _write_failed(run_dir, exc)
+def _print_outcome(outcome) -> None:
+    """The summary, the deciding pass's answers and the counts; exit 1 when the scheduler was
+    lost, no cell could run or every cell failed (``RunState``)."""
+    results, run_dir = outcome.results, outcome.run.dir
+    refused = [r for r in results if r.state == CellState.REFUSED]
+    unavailable = [r for r in results if r.state == CellState.UNAVAILABLE]
+    ran = [r for r in results if r.state not in NOT_RUN]
     if ran:
         _print_summary(report.summarize(report.load_runs([run_dir])), f"contactbench report {run_dir}")
-    bad = [r for r in ran if r.state not in ("done", "skipped")]
-    if decisions:
+    bad = [r for r in ran if r.state not in FINISHED]
+    if outcome.decisions:
         console.print("[bold]the answer[/] (the fastest configuration that qualified at recommend's default "
                       "thresholds, or why none did):")
-        for decision in decisions:
+        for decision in outcome.decisions:
             console.print(("[green]" if decision.config else "[yellow]") + _text(decision.line()) + "[/]")
     console.print(f"results: {run_dir}  ({len(ran) - len(bad)} cells ok, {len(bad)} failed"
                   + (f", {len(refused)} skipped: the adapter refuses the problem set" if refused else "")
                   + (f", {len(unavailable)} unavailable on their worker)" if unavailable else ")"))
-    if lost:
-        console.print(f"[bold red]error:[/] the connection to the Dask scheduler was lost: {len(lost)} cells "
-                      "were not run; `contactbench run --resume` (same options) runs them")
-        raise typer.Exit(1)
-    if results and not ran:
-        why = "; ".join(sorted({r.reason for r in [*refused, *unavailable]}))
-        console.print(f"[bold red]error:[/] no cell could run: {_text(why)}")
-        raise typer.Exit(1)
-    if ran and len(bad) == len(ran):
-        console.print("[bold red]error:[/] every cell failed")
-        raise typer.Exit(1)
-    return run_dir
+    message = {RunState.LOST: f"the connection to the Dask scheduler was lost: "
+                              f"{sum(r.state == CellState.LOST for r in results)} cells were not run; "
+                              "`contactbench run --resume` (same options) runs them",
+               RunState.NOTHING_RAN: "no cell could run: " + "; ".join(sorted({r.reason for r in [*refused,
+                                                                                       *unavailable]})),
+               RunState.ALL_FAILED: "every cell failed"}.get(outcome.state)
+    if message:
+        console.print(f"[bold red]error:[/] {_text(message)}")
+    if outcome.state.exit_code:
+        raise typer.Exit(outcome.state.exit_code)
 
 
 @app.command()
@@ -611,44 +492,21 @@ def ablate(
     (``<table>.md``) in the run directory and printed.
     Example: contactbench ablate --table seed002
     """
-    if table not in ("ablation", "seed002", "gpu"):
-        _fail(f"--table: expected ablation, seed002 or gpu, got {table!r}")
-    check_run_id(run_id)
-    if not 0 < scale <= 1:
-        _fail(f"--scale: expected a number in (0, 1], got {scale!r}")
-    if device not in ("cpu", "gpu"):
-        _fail(f"--device: expected cpu or gpu, got {device!r}")
+    from bench.studies import tables
+
     try:
         check_repeats(repeats)
         if not (math.isfinite(timeout) and timeout > 0):
             raise ProblemError(f"timeout: expected a finite number of seconds > 0, got {timeout!r}")
+        rundir.check_run_id(run_id)
+        cells, devices = tables.table_cells(table, seed, repeats, scale, device)
     except BenchError as exc:
         _fail(_cli_names(str(exc)))
-    try:
-        if table == "gpu":
-            devices = ("cpu", "gpu") if has_gpu() else ("cpu",)
-            if not has_gpu():
-                console.print("no GPU seen by JAX here: the table's GPU columns read 'not measured'")
-            cells = seed002.device_cells(seed, repeats, scale, devices)
-        else:
-            cells = (seed002.ablation_cells if table == "ablation" else seed002.reproduction_cells)(
-                seed, repeats, scale, device)
-        avail = solvers.available()
-        missing = sorted({c.solver.name for c in cells if avail.get(c.solver.name)})
-        if missing:
-            _fail(f"--table {table}: adapters not available here: {missing}")
-    except BenchError as exc:
-        _fail(str(exc))
-    run_dir = _execute(ctx, cells, [], out, run_id, False, timeout)
-    rows = report.load_runs([run_dir])
-    if table == "gpu":  # LP with margins, as check_batch computes it, on the LP-1 cells' scenes
-        from bench.studies.margins import device_margins
-
-        margins = device_margins(seed, repeats, scale, devices, timeout)
-        margins.to_csv(run_dir / "margins.csv", index=False)
-        result = seed002.device_table(rows, margins)
-    else:
-        result = (seed002.ablation_table if table == "ablation" else seed002.reproduction_table)(rows)
+    if table == "gpu" and "gpu" not in devices:
+        console.print("no GPU seen by JAX here: the table's GPU columns read 'not measured'")
+    outcome = _execute(ctx, cells, [], out, run_id, False, timeout)
+    run_dir = outcome.run.dir
+    result = tables.make_table(table, report.load_runs([run_dir]), seed, repeats, scale, devices, timeout, run_dir)
     text = result.to_markdown(index=False, floatfmt=".3g")
     (run_dir / f"{table}.md").write_text(text + "\n")
     console.print(text, markup=False, highlight=False)

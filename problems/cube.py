@@ -240,7 +240,7 @@ def sample(n: int, seed: int, *, contacts=(1, 4), mu=(0.2, 1.0), push=(0.3, 0.3,
                          **{f"push_{a}": p[:, i] for i, a in enumerate(AXES)}})
     rows = meta.iloc[np.repeat(np.arange(n), C)].reset_index(drop=True)
     rows["need_corner"] = np.tile(np.asarray(labels, dtype=object), n)
-    each = (lambda a: a) if C == 1 else (lambda a: np.repeat(a, C, axis=0))  # noqa: E731
+    each = (lambda a: a) if C == 1 else (lambda a: np.repeat(a, C, axis=0))
     scenes = SceneBatch(each(W), needs.reshape(n * C, 6), each(limit_B), each(limit_fmax))
     return scenes, rows
 

@@ -21,7 +21,8 @@ contact wrench ``(force, moment)`` at the sole frame, world-aligned
 the transposed sole Jacobians (the left sole's Jacobian is zero on right-leg joints and
 vice versa: separate branches of the tree). In single support the lifted foot has no
 variables, the equality block is square and the standing foot's wrench is the unique
-``J_u^-T g_u``. The support is a batch parameter (one problem shape per batch). Objective ``0.5 x@P@x`` with ``P = diag(1 on torques, eps on wrenches)``
+``J_u^-T g_u``. The support is a batch parameter (one problem shape per batch). Objective
+``0.5 x@P@x`` with ``P = diag(1 on torques, eps on wrenches)``
 (minimise torques first, wrenches with a small weight). Bounds: ``f_z >= 0`` on each sole
 (``lb = 0`` there, every other variable free). Optional rows: ``friction`` adds each sole's
 inner 4-sided pyramid ``|f_x|, |f_y| <= mu / sqrt(2) f_z``; ``torque_limits`` adds

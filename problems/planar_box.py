@@ -194,7 +194,7 @@ def sample(n: int, seed: int, *, mu=(0.1, 0.8), tilt=(-0.4, 0.4), push=(0.3, 0.3
     W = np.concatenate(blocks, axis=2)
     labels, needs = corner_needs(mass, com, tilt_, push_)
     count = len(labels)
-    each = (lambda a: a) if count == 1 else (lambda a: np.repeat(a, count, axis=0))  # noqa: E731
+    each = (lambda a: a) if count == 1 else (lambda a: np.repeat(a, count, axis=0))
     scenes = SceneBatch(each(W), needs.reshape(n * count, 3), each(limit_B), each(limit_fmax))
     rows = pd.DataFrame(meta).iloc[np.repeat(np.arange(n), count)].reset_index(drop=True)
     rows["need_corner"] = np.tile(np.asarray(labels, dtype=object), n)

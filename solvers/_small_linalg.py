@@ -7,7 +7,8 @@ kernels: measured on an idle 2-core CPU, 1,024 products ``(4, 4) @ (4, 7)`` took
 as a ``dot`` and 0.15 ms as a multiply and a sum, and an ``inv`` 0.31 ms against 0.09 ms
 by the elimination below. Written
 elementwise, the batch axis is the vector axis of one fused loop instead. Elementwise
-products are float32 products summed in float32 on every device, whatever the matmul precision; the large products ``matmul`` leaves to ``@``
+products are float32 products summed in float32 on every device, whatever the matmul
+precision; the large products ``matmul`` leaves to ``@``
 run at the precision the adapter traces with (``highest``).
 
 Every function takes one problem's arrays (no batch axis: ``vmap`` adds it) and is traced

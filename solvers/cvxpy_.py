@@ -42,7 +42,9 @@ class CvxpyAdapter(Adapter):
         atol={"float64": 1e-06},
     )
     #: why ``bench.studies.native_speed`` does not compare this adapter with a bare loop
-    NATIVE_SPEED_NOTE = ("CVXPY is a modelling layer over Clarabel (measured against its bare loop): its canonicalisation per problem is the cost this adapter is in the grid to show, so it has no bare loop of its own")
+    NATIVE_SPEED_NOTE = ("CVXPY is a modelling layer over Clarabel (measured against its bare loop): its "
+                         "canonicalisation per problem is the cost this adapter is in the grid to show, so it "
+                         "has no bare loop of its own")
     CAPABILITIES = Capabilities(lp=True, qp=True, socp=True, batched=False, devices=("cpu",), dtypes=("float64",))
     REQUIRES = ("cvxpy",)
     INSTALL_HINT = "pip install cvxpy clarabel"

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from . import _forms, _jax
 from .base import Adapter, Conformance, Option, module_api
+from .types import Capabilities, Status
 
 #: iterations per solve when none is given (MPAX itself has no limit: an unbounded LP
 #: whose ray it does not detect would never return)
 DEFAULT_MAX_ITER = 100_000
-from .types import Capabilities, Status
 
 #: MPAX TerminationStatus value -> (project Status, name); unknown values map to ERROR.
 _STATUS = {

@@ -25,7 +25,9 @@ class ScipyHighsAdapter(Adapter):
         atol={"float64": 1e-07},
     )
     #: why ``bench.studies.native_speed`` does not compare this adapter with a bare loop
-    NATIVE_SPEED_NOTE = ("scipy.optimize.linprog is a layer over HiGHS (measured against its bare loop): its per-call checks and conversions are the cost this adapter is in the grid to show, so it has no bare loop of its own")
+    NATIVE_SPEED_NOTE = ("scipy.optimize.linprog is a layer over HiGHS (measured against its bare loop): its "
+                         "per-call checks and conversions are the cost this adapter is in the grid to show, so it "
+                         "has no bare loop of its own")
     CAPABILITIES = Capabilities(lp=True, batched=False, devices=("cpu",), dtypes=("float64",))
     REQUIRES = ("scipy.optimize",)
     INSTALL_HINT = "pip install scipy"

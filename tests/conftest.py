@@ -18,8 +18,8 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR",
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(1 << 30))  # bytes
 
-import solvers  # noqa: E402  (after the cache setting: it may import JAX)
-from bench.engine.execute import worker_thread_env, worker_xla_flags  # noqa: E402
+import solvers
+from bench.engine.execute import worker_thread_env, worker_xla_flags
 
 # Tests solve in-process with the XLA flag cells run with (bench.engine.execute.WORKER_XLA_FLAG):
 # with XLA's multi-threaded Eigen pool a float32 product's summation order follows the

@@ -15,6 +15,9 @@ import pytest
 import problems
 from bench.asv_benchmarks import perf
 
+#: minutes of real processes, compiles or runs: outside make test-fast
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -102,7 +105,7 @@ def test_asv_run_quick_on_head(tmp_path, monkeypatch):
                           "--set-commit-hash", commit, "--show-stderr", "--bench", which],
                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=2400)
     lines = (run.stdout + run.stderr).splitlines()
-    assert any("* 1 environments *" in line for line in lines), [l for l in lines if "total benchmarks" in l]
+    assert any("* 1 environments *" in line for line in lines), [t for t in lines if "total benchmarks" in t]
     trouble = [f"{i}: {line}" for i, line in enumerate(lines) if any(w in line for w in (
         "failed", "Error", "Traceback", "timed out", "ERROR"))]  # what a failing asv run says, wherever it is
     assert run.returncode == 0, "\n".join(trouble[:60]) + "\n...\n" + run.stdout[-3000:] + run.stderr[-3000:]

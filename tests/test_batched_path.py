@@ -680,9 +680,9 @@ def test_prepare_hands_jax_host_arrays_it_can_place_without_a_copy(monkeypatch):
 
     def recording_put(x, *args, **kwargs):  # one array, or a tuple of them in one call (put_host)
         out = real_put(x, *args, **kwargs)
-        for given, result in zip(x, out) if isinstance(x, tuple) else [(x, out)]:
-            if isinstance(given, np.ndarray):
-                given_arrays.append(given)
+        for array, result in zip(x, out) if isinstance(x, tuple) else [(x, out)]:
+            if isinstance(array, np.ndarray):
+                given_arrays.append(array)
                 placed.append(result)
         return out
 

@@ -21,6 +21,9 @@ from bench.engine import cluster, dask_worker, grid, runner
 from bench.reporting import report
 from bench.cli import app
 
+#: minutes of real processes, compiles or runs: outside make test-fast
+pytestmark = pytest.mark.slow
+
 TESTS_DIR = Path(__file__).resolve().parent
 N = 12
 
@@ -494,7 +497,8 @@ def test_a_heartbeat_cut_short_by_its_worker_closing_prints_no_traceback(tmp_pat
     assert printed == (mode == "unfiltered"), out.stderr
 
 
-def _heartbeat_record(message: str = dask_worker.HEARTBEAT_FAILURE + ".") -> "logging.LogRecord":
+def _heartbeat_record(message: str = dask_worker.HEARTBEAT_FAILURE + "."):
+    """A log record as Dask's heartbeat failure writes it (``logging.LogRecord``)."""
     import logging
 
     return logging.LogRecord("distributed.worker", logging.ERROR, __file__, 1, message, (), None)

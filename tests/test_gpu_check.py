@@ -2,6 +2,9 @@
 
 import pytest
 
+#: minutes of real processes, compiles or runs: outside make test-fast
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.needs("linrax", "linrax-hold")
 def test_gpu_check_refuses_without_a_gpu_and_dry_runs_every_step_on_the_cpu(tmp_path):

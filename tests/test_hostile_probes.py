@@ -409,7 +409,7 @@ def test_a_folder_of_the_users_files_is_never_replaced(tmp_path, command):
 
 
 @pytest.mark.parametrize("command", ["publish", "report"])
-def test_a_read_only_or_full_out_exits_1_with_a_message(tmp_path, tmpfs, command):
+def test_a_read_only_or_full_out_exits_1_with_a_message(tmp_path, tmpfs, command):  # noqa: F811 (the fixture)
     run = small_run(tmp_path, "r", ("highs",))
     for name, options in (("ro", "ro,size=1m"), ("full", "size=64k")):
         where = tmpfs(f"{command}-{name}", options)

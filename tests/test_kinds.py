@@ -99,7 +99,7 @@ def test_payload_reads_as_attributes_and_survives_save_load_subset(tmp_path):
     sub = batch.subset(np.arange(3))
     assert sub.need.shape == (3, 3) and len(sub.meta) == 3
     with pytest.raises(AttributeError, match="no 'W'"):
-        problems.generate("quadruped", 2, 0).W  # noqa: B018
+        problems.generate("quadruped", 2, 0).W
 
 
 def test_a_run_file_records_the_schema_version_and_old_files_are_upgraded(tmp_path):

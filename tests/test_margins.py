@@ -19,6 +19,9 @@ from solvers import ProblemError, Status
 from solvers._linrax_std import standard_form
 from solvers.linrax_hold_ import exit_starts
 
+#: minutes of real processes, compiles or runs: outside make test-fast
+pytestmark = pytest.mark.slow
+
 needs_hold = pytest.mark.skipif(solvers.available().get("linrax-hold") is not None,
                                 reason=str(solvers.available().get("linrax-hold")))
 

@@ -15,7 +15,7 @@ import pytest
 import solvers
 from solvers import ProblemError, ProblemTraits, check_standard_form
 
-from test_faults import cb  # noqa: E402  (the real CLI in a fresh process)
+from test_faults import cb
 
 
 def _lp_folder(path, lower=-1.0, n_files=8):

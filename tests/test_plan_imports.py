@@ -35,7 +35,7 @@ def test_auto_devices_ask_jax_only_for_runs_with_an_adapter_that_can_use_a_gpu(m
 
 @pytest.mark.needs("highs", "cvxpy", "linrax")
 def test_planning_a_highs_run_imports_neither_jax_nor_cvxpy():
-    code = ("import sys; from bench import grid; "
+    code = ("import sys; from bench.engine import grid; "
             "cells, skipped, _ = grid.plan('default', ['planar-box'], ['highs'], ['4'], None, 'auto', 0, 1, None); "
             "print(len(cells), 'jax' in sys.modules, 'cvxpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -48,7 +48,7 @@ def test_a_highs_cell_neither_imports_jax_nor_scans_every_distribution(tmp_path)
     neither a JAX import (1.3 s of a fresh worker; its rows' ``env_jax_devices`` is '') nor a
     scan of every installed distribution (``env_solver_versions`` from highspy's own file
     list); a linrax cell's rows name JAX's devices."""
-    code = ("import sys; from bench import cell, env; from bench.engine.grid import Cell; "
+    code = ("import sys; from bench.engine import cell, env; from bench.engine.grid import Cell; "
             "rows = cell.solve_cell(Cell.of('planar-box', 4, 0, 'highs', 'float64', 'cpu', 1), {}, 'r'); "
             "print(rows['outcome'].eq('correct').all(), 'jax' in sys.modules, env._module_owners.cache_info().currsize, "
             "repr(rows['env_jax_devices'].iloc[0]), rows['env_solver_versions'].iloc[0].split()[0])")

@@ -346,7 +346,8 @@ def test_thresholds_are_checked():
 @pytest.mark.needs("quadprog")
 def test_recommend_splits_a_mixed_set_by_truth_class_and_judges_one_class_alone(tmp_path):
     """A three-foot QP set of feasible and infeasible wrenches (half built feasible, half
-    stress draws, about half of which tip): quadprog is right on every feasible case and says 'infeasible' without a certificate on the infeasible ones, so
+    stress draws, about half of which tip): quadprog is right on every feasible case and
+    says 'infeasible' without a certificate on the infeasible ones, so
     recommend shows its unproven answers all in the infeasible class (agreeing with the
     reference), leaves it out on the whole set and qualifies it on the feasible cases alone."""
     proc = cb("run", "-f", "quadruped[kind=qp,feasible=0.5,stance='FL,FR,BL']", "-s", "quadprog", "-s", "clarabel", "--n", "32",

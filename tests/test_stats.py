@@ -133,7 +133,7 @@ def test_a_one_repeat_summary_does_not_import_scipy_stats():
     import subprocess
     import sys
 
-    code = ("import sys, numpy as np; from bench import stats; "
+    code = ("import sys, numpy as np; from bench.analysis import stats; "
             "stats.rate_intervals(np.array([0, 3]), np.array([4, 9])); stats.rate_upper_bounds(np.array([1]), np.array([5])); "
             "stats.rate_upper_bound(0, 64); one = stats.median_interval([1.0]); same = stats.median_interval([2.0, 2.0]); "
             "before = 'scipy.stats' in sys.modules; two = stats.median_interval([1.0, 2.0, 4.0]); "

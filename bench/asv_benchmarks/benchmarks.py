@@ -39,7 +39,7 @@ try:  # and XLA:CPU's one-thread pool (jaxlib 0.10's batched LAPACK kernels dead
 except ImportError:  # an older commit
     pass
 
-from . import perf  # noqa: E402  (imports no JAX)
+from . import perf
 
 perf.bench_module("runner")  # imported once in asv's server: numpy, scipy, pandas, highspy
 

@@ -43,6 +43,7 @@ from bench.engine.env import host_environment
 from bench.engine.grid import Cell
 from bench.engine.reference import cached_answers, cached_reference, chunks, missing_chunks, solve_reference, store_reference
 from bench.engine.rundir import read_cell
+from bench.engine.states import CellState
 
 #: seconds the client waits for an existing scheduler before giving up (exit 2)
 CONNECT_TIMEOUT = 10.0
@@ -74,7 +75,7 @@ def replicas_kept(client):
     reduce them to one. (Stopping it holds for the whole cluster while the run lasts.)"""
     try:
         running = bool(client.amm.running())
-    except Exception:  # noqa: BLE001 - a scheduler without the manager keeps replicas anyway
+    except Exception:
         running = False
     if running:
         client.amm.stop()
@@ -84,7 +85,7 @@ def replicas_kept(client):
         if running:
             try:
                 client.amm.start()
-            except Exception:  # noqa: BLE001 - the scheduler is gone: nothing to restore
+            except Exception:
                 pass
 
 
@@ -112,7 +113,7 @@ def connect(scheduler: str | None = None, workers: int = 1, resources: dict[str,
         try:
             with dask.config.set(DASK_CONFIG):
                 client = Client(scheduler, timeout=f"{CONNECT_TIMEOUT}s", set_as_default=False)
-        except Exception as exc:  # noqa: BLE001 - whatever Dask raises, the user is told which address failed
+        except Exception as exc:
             raise ProblemError(f"--scheduler: cannot reach {scheduler!r} within {CONNECT_TIMEOUT:g} s "
                                f"({type(exc).__name__}: {exc})") from None
         warm_pools(client, warm)
@@ -255,7 +256,7 @@ def warm_pools(client, dtypes: list[str]) -> None:
     contactbench, gone) starts them with its first cell, as before."""
     try:
         client.run(dask_worker.warm_pool, list(dtypes))
-    except Exception:  # noqa: BLE001 - the cells start their processes themselves
+    except Exception:
         pass
 
 
@@ -301,7 +302,7 @@ def cell_task(cell: Cell, run_id: str, timeout: float, stall: float, expected_ha
         worker.log_event(topic, worker.get_current_task())
     missing = _missing_adapter(cell)
     if missing:  # as on one machine: skipped with the reason, not counted against the solver
-        return {"state": "unavailable", "reason": f"on worker {worker.name} ({socket.gethostname()}): {missing}",
+        return {"state": CellState.UNAVAILABLE, "reason": f"on worker {worker.name} ({socket.gethostname()}): {missing}",
                 "rows": None, "log": "", "host": socket.gethostname(), "worker": str(worker.name)}
     work = Path(worker.local_directory) / "contactbench" / run_id
     (work / "logs").mkdir(parents=True, exist_ok=True)
@@ -312,7 +313,7 @@ def cell_task(cell: Cell, run_id: str, timeout: float, stall: float, expected_ha
     # the cell's process reads them back and verifies them, once per cell
     _cache_reference(batch, ref_solution, cache)
     if batch.content_hash() != expected_hash:
-        state, reason = "failed", ("the worker generated other problems than the client (content hash differs): "
+        state, reason = CellState.FAILED, ("the worker generated other problems than the client (content hash differs): "
                                    "different contactbench versions on client and worker?")
         rows = failed_rows(cell, batch, _worker_reference(batch, ref_solution, cache), env, run_id, state, reason)
     else:
@@ -323,13 +324,13 @@ def cell_task(cell: Cell, run_id: str, timeout: float, stall: float, expected_ha
 
         job = (cell_job, (cell, env, run_id, str(out), str(log), str(cache), str(work / "batches")))
         state, reason = pool.run(job, cell.dtype, timeout, stall)
-        if state == "done" and out.exists():
+        if state == CellState.DONE and out.exists():
             rows = read_cell(out)
         else:
             from bench.engine.execute import log_tail
 
             reason = f"{reason or 'worker answered without writing results'}\n{log_tail(log)}"
-            state = state if state != "done" else "crashed"
+            state = state if state != CellState.DONE else CellState.CRASHED
             rows = failed_rows(cell, batch, _worker_reference(batch, ref_solution, cache), env, run_id, state, reason)
         for path in (out, out.with_suffix(".json")):
             path.unlink(missing_ok=True)

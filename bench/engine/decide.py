@@ -20,6 +20,7 @@ from typing import Callable
 import pandas as pd
 
 from bench.analysis import recommend, results
+from bench.engine.states import CellState, FINISHED
 
 #: the groups a run decides: one answer per family, kind and device
 GROUP = ["family", "kind", "device"]
@@ -103,11 +104,11 @@ def decide(rows: pd.DataFrame, cells: list, run: Callable[[list], list], budget_
                            repeats=DECIDE_REPEATS)
             (result,) = run([cell])
             cell_rows = result.rows
-            if cell_rows is None and result.state == "skipped":  # finished before a --resume
+            if cell_rows is None and result.state == CellState.SKIPPED:  # finished before a --resume
                 from bench.engine.rundir import read_cell
 
                 cell_rows = read_cell(result.path)
-            if result.state not in ("done", "skipped") or cell_rows is None or cell_rows.empty:
+            if result.state not in FINISHED or cell_rows is None or cell_rows.empty:
                 decision = replace(decision, reason=f"{cand['config']}'s deciding cell {result.state}", tried=tried)
                 continue
             fresh = recommend.assess(results.prepare(cell_rows), thresholds).table.iloc[0]

@@ -184,11 +184,11 @@ def device_memory(platform: str) -> tuple[float, str, str]:
 
     try:
         dev = _jax.device(platform)
-    except Exception:  # noqa: BLE001 - no such platform here
+    except Exception:
         return float("nan"), "", ""
     try:
         stats = dev.memory_stats() or {}
-    except Exception:  # noqa: BLE001 - backends without memory statistics
+    except Exception:
         stats = {}
     peak = stats.get("peak_bytes_in_use")
     limit = stats.get("bytes_limit")

@@ -22,6 +22,8 @@ import time
 import traceback
 from pathlib import Path
 
+from bench.engine.states import CellState
+
 #: modules a worker imports before it says it is ready: those of a cell job, so that their
 #: import is start-up (outside every cell's timeout) while this module stays light to import
 #: (a Dask worker imports it before it registers, ``bench.engine.dask_worker``)
@@ -243,7 +245,7 @@ class _Worker:
             if not self.ready:  # start-up (spawn, imports) is not part of any cell's time
                 if not self.conn.poll(STARTUP_SECONDS) or self.conn.recv() != "ready":
                     self.kill()
-                    return "crashed", f"worker did not start within {STARTUP_SECONDS:g} s"
+                    return CellState.CRASHED, f"worker did not start within {STARTUP_SECONDS:g} s"
                 self.ready = True
             self.conn.send(job)
             started = time.monotonic()
@@ -252,20 +254,20 @@ class _Worker:
                 now = time.monotonic()
                 if now - started >= timeout:
                     self.kill()
-                    return "timeout", f"cell exceeded the {timeout:g} s timeout and was killed"
+                    return CellState.TIMEOUT, f"cell exceeded the {timeout:g} s timeout and was killed"
                 cpu = self.cpu_seconds()
                 if cpu is None or last_cpu is None or cpu - last_cpu > 0.05:
                     last_cpu, last_change = cpu, now
                 elif now - last_change >= stall:
                     self.kill()
-                    return "stalled", f"worker used no CPU for {stall:g} s (wedged) and was killed"
+                    return CellState.STALLED, f"worker used no CPU for {stall:g} s (wedged) and was killed"
             answer = self.conn.recv()
         except (EOFError, OSError, BrokenPipeError):
             self._join(5)
-            return "crashed", f"worker exited with code {self.proc.returncode} without results"
+            return CellState.CRASHED, f"worker exited with code {self.proc.returncode} without results"
         if answer == "ok":
-            return "done", ""
-        return "crashed", f"{RAISED}{str(answer).removeprefix('error: ')}"
+            return CellState.DONE, ""
+        return CellState.CRASHED, f"{RAISED}{str(answer).removeprefix('error: ')}"
 
     @property
     def alive(self) -> bool:
@@ -340,13 +342,13 @@ class LocalPool:
             if worker is None or not worker.alive:
                 worker = self.workers[dtype] = _Worker(self.defaults)
         state, reason = worker.run(job, timeout, stall)
-        if state == "stalled":  # wedged, not slow: once more in a fresh worker
+        if state == CellState.STALLED:  # wedged, not slow: once more in a fresh worker
             with self._lock:
                 worker = self.workers[dtype] = _Worker(self.defaults)
             state, reason = worker.run(job, timeout, stall)
-            if state != "done":
+            if state != CellState.DONE:
                 reason = f"{reason} (also on a retry in a fresh worker)"
-        if state != "done":
+        if state != CellState.DONE:
             worker.kill()  # a fresh worker takes the next cell of this dtype
         return state, reason
 

@@ -24,6 +24,8 @@ from solvers.errors import ProblemError
 from bench.engine.cell import batch_for, batch_name
 from bench.engine.execute import RAISED, cap_file
 from bench.engine.grid import Cell
+from bench.engine.states import CellState
+
 
 @dataclass
 class ProblemSet:
@@ -164,12 +166,12 @@ def prepare(cells: list[Cell], folder: Path, timeout: float, also_in: list[Path]
 
     with LocalPool() as pool:
         state, reason = pool.run((warm_up_job, ()), POOL_KEY, STARTUP_SECONDS)
-        if state != "done":
+        if state != CellState.DONE:
             raise ProblemError(f"the process that generates the problem sets did not start: {reason}")
         for cell in saved:
             digest = Path(folder) / f"{batch_name(cell)}.digest"
             state, reason = pool.run((digest_job, (cell, str(digest))), POOL_KEY, timeout)
-            if state != "done":
+            if state != CellState.DONE:
                 raise ProblemError(f"{describe(cell)}: generating it again failed ({state}: {reason})")
             was = ProblemSet.load(recheck, batch_name(cell)).digest
             now = digest.read_text()
@@ -181,15 +183,15 @@ def prepare(cells: list[Cell], folder: Path, timeout: float, also_in: list[Path]
         for cell in todo:
             state, reason = pool.run((generate_job, (cell, str(folder))), POOL_KEY, timeout)
             cap_file(Path(folder) / LOG_NAME, LOG_MAX_BYTES)
-            if state == "done":
+            if state == CellState.DONE:
                 continue
-            if state == "timeout":
+            if state == CellState.TIMEOUT:
                 why = f"generating the problems took more than {timeout:g} s (the cell timeout); the sampler was stopped"
             elif reason.startswith(RAISED):
                 why = reason.removeprefix(RAISED)
                 if why.split(":", 1)[0] in WRITE_ERRORS:  # the disk refused the saved batch
                     raise OSError(why)
-            elif state == "crashed":
+            elif state == CellState.CRASHED:
                 why = f"the sampler ended its process instead of returning problems ({reason})"
             else:
                 why = f"{state}: {reason}"

@@ -34,6 +34,7 @@ from bench.engine.env import host_environment
 from bench.engine.grid import Cell, traits
 from bench.engine.problemsets import ProblemSet
 from bench.engine.rundir import cell_finished, read_cell, write_bytes_atomic, write_cell
+from bench.engine.states import CellState
 
 #: seconds between two looks at the cluster for finished and newly started cells
 POLL_SECONDS = 0.05
@@ -107,7 +108,7 @@ def _run_on(client, cells: list[Cell], run_dir: Path, run_id: str, *, timeout: f
     for i, cell in enumerate(cells):
         path = run_dir / f"{cell.cell_id}.parquet"
         if resume and cell_finished(path):
-            results[i] = CellResult(cell, "skipped", path, None, 0.0, "finished in an earlier attempt")
+            results[i] = CellResult(cell, CellState.SKIPPED, path, None, 0.0, "finished in an earlier attempt")
             if on_done:
                 on_done(results[i])
             continue
@@ -118,7 +119,7 @@ def _run_on(client, cells: list[Cell], run_dir: Path, run_id: str, *, timeout: f
     no_gpu = cluster.no_gpu_reason(client) if any(cells[i].device == "gpu" for i in todo) else None
     if no_gpu:  # a GPU cell would wait for ever for a worker that has one
         for i in [i for i in todo if cells[i].device == "gpu"]:
-            results[i] = CellResult(cells[i], "unavailable", None, None, 0.0, no_gpu)
+            results[i] = CellResult(cells[i], CellState.UNAVAILABLE, None, None, 0.0, no_gpu)
             todo.remove(i)
             if on_done:
                 on_done(results[i])
@@ -158,7 +159,7 @@ def _run_on(client, cells: list[Cell], run_dir: Path, run_id: str, *, timeout: f
     finally:
         try:
             client.unsubscribe_topic(topic)
-        except Exception:  # noqa: BLE001 - the scheduler is gone; nothing to unsubscribe from
+        except Exception:
             pass
     return [results[i] for i in range(len(cells))]
 
@@ -171,7 +172,7 @@ def _refuse(cells: list[Cell], todo: list[int], batches: dict[tuple, ProblemSet]
         batch = batches[cells[i].problem_key].batch
         why = solvers.adapter_class(cells[i].solver.name).CAPABILITIES.accepts(traits(cells[i].family, batch))
         if why:
-            results[i] = CellResult(cells[i], "refused", None, None, 0.0, f"{cells[i].solver.name} {why}")
+            results[i] = CellResult(cells[i], CellState.REFUSED, None, None, 0.0, f"{cells[i].solver.name} {why}")
             todo.remove(i)
             if on_done:
                 on_done(results[i])
@@ -201,20 +202,20 @@ def _collect(future, cell: Cell, run_dir: Path, run_id: str, batches: dict[tuple
     log = ""
     try:
         answer = future.result()
-        if answer["state"] == "unavailable":  # the worker lacks the adapter's package: no rows, as locally
-            return CellResult(cell, "unavailable", None, None, seconds, answer["reason"])
+        if answer["state"] == CellState.UNAVAILABLE:  # the worker lacks the adapter's package: no rows, as locally
+            return CellResult(cell, CellState.UNAVAILABLE, None, None, seconds, answer["reason"])
         state, reason, rows, log = (answer["state"], answer["reason"], cluster.from_arrow(answer["rows"]),
                                     answer["log"])
     except Exception as exc:  # KilledWorker (its worker died twice), an error outside the cell, ...
         if future.status == "cancelled":  # the scheduler was lost: nothing known of the cell, --resume runs it
-            return CellResult(cell, "lost", None, None, seconds,
+            return CellResult(cell, CellState.LOST, None, None, seconds,
                               f"not run: {type(exc).__name__}: {exc}".splitlines()[0] + "; --resume runs it")
-        state = "crashed"
+        state = CellState.CRASHED
         reason = f"the Dask task failed: {type(exc).__name__}: {exc}"
         rows = failed_rows(cell, problem_set.batch, problem_set.rows, env, run_id, state, reason)
     write_bytes_atomic(run_dir / "logs" / f"{cell.cell_id}.log", lambda tmp: tmp.write_text(log))
     write_cell(rows, path)
     rows = read_cell(path)
-    if state == "done" and (rows["error_type"] != "").any():
-        state, reason = "failed", str(rows["error"].iloc[0]).splitlines()[0]
+    if state == CellState.DONE and (rows["error_type"] != "").any():
+        state, reason = CellState.FAILED, str(rows["error"].iloc[0]).splitlines()[0]
     return CellResult(cell, state, path, rows, seconds, reason)

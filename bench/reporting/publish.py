@@ -336,7 +336,7 @@ def scaling_table(rows: pd.DataFrame) -> pd.DataFrame:
     def batched(name: str) -> bool:
         try:
             return bool(solvers.adapter_class(name).CAPABILITIES.batched)
-        except Exception:  # noqa: BLE001 - an adapter this process cannot load: treat as a loop
+        except Exception:
             return False
 
     table["batched"] = table["solver"].map({name: batched(name) for name in table["solver"].unique()})
@@ -648,7 +648,8 @@ def _write_family_page(out: Path, env, common: dict, family: str, frows: pd.Data
         **common, family=info, columns=group_columns, table=_records(table[columns]), groups=groups,
         scatters=[{"kind": str(kind), "id": f"scatter-{_slug(str(kind))}", "traces": int(part["solver_label"].nunique()),
                    "json": _plot_json(scatter_figure(part))} for kind, part in table.groupby("kind", sort=True)],
-        profiles=profiles, by_truth=by_truth.to_dict("records"), drill=drill.to_dict("records"), drill_total=drill_total, drill_limit=MAX_DRILL_CASES,
+        profiles=profiles, by_truth=by_truth.to_dict("records"), drill=drill.to_dict("records"),
+        drill_total=drill_total, drill_limit=MAX_DRILL_CASES,
         drill_near=bool("meta_signed_distance" in frows),
         scaling=_plot_json(scaling_figure(scaling)) if sizes > 1 else None,
         scaling_traces=int(scaling.groupby(["config", "kind"]).ngroups), scaling_sizes=sizes,

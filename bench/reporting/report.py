@@ -211,7 +211,8 @@ def _markdown(df: pd.DataFrame, **options) -> str:
     """``df`` as a Markdown table, its text cells through ``md_text`` (the column names are
     contactbench's own)."""
     safe = df.copy()
-    for column in safe.columns[[dt == object or pd.api.types.is_string_dtype(dt) for dt in safe.dtypes]]:
+    for column in safe.columns[[pd.api.types.is_object_dtype(dt) or pd.api.types.is_string_dtype(dt)
+                                for dt in safe.dtypes]]:
         safe[column] = safe[column].map(lambda v: v if v is None or (isinstance(v, float) and v != v) else md_text(v))
     return safe.to_markdown(index=False, **({"floatfmt": ".3g"} | options))
 

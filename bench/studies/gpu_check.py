@@ -103,7 +103,7 @@ def gpu_name() -> str | None:
         import jax
 
         gpus = jax.devices("gpu")
-    except Exception:  # noqa: BLE001 - no CUDA plug-in, no driver: no GPU
+    except Exception:
         return None
     return str(gpus[0].device_kind) if gpus else None
 

@@ -49,8 +49,6 @@ def measure(spec: str, batch, device: str, rounds: int, partial=None) -> dict[st
     the adapter alone come first and ``partial(figures)`` receives their phases, so a
     baseline that wedges XLA's CPU runtime (seen with linrax-hold at 65,536) still leaves
     the harness's figures."""
-    import jax
-
     import solvers
     from solvers import _jax, check_standard_form
 

@@ -222,3 +222,4 @@ def device_table(rows: pd.DataFrame, margins: pd.DataFrame | None = None,
                                             f"/{int(lp1['n']) + int(m['exits'])}")
         out.append(row)
     return pd.DataFrame(out)
+
