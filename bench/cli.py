@@ -20,6 +20,7 @@ from rich.table import Table
 
 import problems
 import solvers
+from problems.kinds.checks import UNPROVEN, WRONG
 from solvers import BenchError, ProblemError
 from solvers.timing import check_repeats
 
@@ -41,8 +42,8 @@ def cell_line(head: str, rows) -> str:
     counts = rows["outcome"].value_counts()
     unsafe = int(counts.get("false_accept", 0))
     parts = [f"{int(counts.get('correct', 0))}/{len(rows)} correct", f"{unsafe} false accept"]
-    parts += [f"{int(counts.get(o, 0))} {o.replace('_', ' ')}" for o in ("false_reject", "suboptimal", "uncertain", "failed")
-              if int(counts.get(o, 0)) or o in ("uncertain", "failed")]
+    parts += [f"{int(counts.get(o, 0))} {o.replace('_', ' ')}" for o in (*WRONG, *UNPROVEN)
+              if int(counts.get(o, 0)) or o in UNPROVEN]
     if int(counts.get("uncertain", 0)) and "ref_agrees" in rows:
         agree = int((rows["outcome"].eq("uncertain") & rows["ref_agrees"].fillna(False).astype(bool)).sum())
         parts[parts.index(f"{int(counts['uncertain'])} uncertain")] += f" ({agree} agree)"
@@ -496,8 +497,7 @@ def ablate(
 
     try:
         check_repeats(repeats)
-        if not (math.isfinite(timeout) and timeout > 0):
-            raise ProblemError(f"timeout: expected a finite number of seconds > 0, got {timeout!r}")
+        grid.check_timeout(timeout, required=True)
         rundir.check_run_id(run_id)
         cells, devices = tables.table_cells(table, seed, repeats, scale, device)
     except BenchError as exc:
@@ -818,8 +818,10 @@ def check_adapter(
     for dt in dtypes or []:
         if why := registry[name].CAPABILITIES.accepts(None, dtype=dt):
             _fail(f"--dtype: {name} {why}, got {dt!r}")
-    if not (math.isfinite(timeout) and timeout > 0):
-        _fail(f"--timeout: expected a finite number of seconds > 0, got {timeout!r}")
+    try:
+        grid.check_timeout(timeout, "--timeout", required=True)
+    except BenchError as exc:
+        _fail(str(exc))
     with console.status(f"checking {name} ...") as status:
         try:
             rows = conformance.run_adapter_supervised(

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from problems import EXIT_CAP, HoldScene, get_kind
+from problems.kinds.lp1 import robust_verdict
 from problems.hold import SceneBatch, direction_names
 from problems.kinds.checks import row_min
 from solvers import Adapter, ProblemError, check_standard_form, from_spec
@@ -249,13 +250,11 @@ def check_robust(scenes: list[HoldScene], solver: str | Adapter = "highs", margi
         checks = check_batch([scenes[i] for i in at], adapter, margin, tolerances, cap)
         for row, i in enumerate(at):
             results[i] = _one_check(checks, row, scenes[i].k, margin)
-    verdicts = [r.verdict for r in results]
-    if "unsupported" in verdicts:
-        worst = max((r for r in results if r.verdict == "unsupported"), key=lambda r: r.delta)
-        return worst
-    if all(v == "supported" for v in verdicts):
+    verdict = robust_verdict([r.verdict for r in results])
+    if verdict == "unsupported":  # the corner certified furthest from holding
+        return max((r for r in results if r.verdict == "unsupported"), key=lambda r: r.delta)
+    if verdict == "supported":
         exits = {k: min(r.exits[k] for r in results) for k in results[0].exits}
         return HoldCheck("supported", max(r.delta for r in results), results[0].witness, None, exits,
                          min(r.margin for r in results) if margin else float("nan"))
-    verdict = "failed" if "failed" in verdicts else "uncertain"
     return HoldCheck(verdict, float("nan"), None, None, {}, float("nan"))

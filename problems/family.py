@@ -26,6 +26,7 @@ from solvers import plugins
 from solvers.errors import ProblemError, did_you_mean
 
 from .batch import ProblemBatch, frozen_batch
+from .params import Param
 from .kinds import get_kind
 from .kinds.base import when_missing
 
@@ -35,20 +36,6 @@ MAX_SEED = 2**63 - 1
 #: deepest nesting of brackets a family value may have
 MAX_VALUE_DEPTH = 20
 PLUGINS_ENV = "CONTACTBENCH_FAMILY_PLUGINS"
-
-
-@dataclass(frozen=True)
-class Param:
-    """One parameter a family takes: ``type`` is a short description of the accepted values
-    (``float``, ``(low, high)``, ``bool``, one of ...), ``doc`` says what it does and in which unit."""
-
-    name: str
-    type: str
-    default: Any
-    doc: str
-    #: the value check (``problems.params``): returns the value, normalised, or raises
-    #: ``ValueError``; None accepts anything (the sampler checks it)
-    check: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -108,15 +95,22 @@ class Family:
         return None
 
     def parameters(self) -> dict[str, Any]:
-        """Parameter name -> default, as ``generate`` accepts them (``kind`` included)."""
-        return {"kind": self.default_kind, **{p.name: p.default for p in self.params}}
+        """Parameter name -> default, as ``generate`` accepts them (``kind`` and the kinds' own
+        parameters included)."""
+        return {"kind": self.default_kind, **{p.name: p.default for p in self.params},
+                **{p.name: p.default for k in self.kinds for p in get_kind(k).params}}
+
+    def kind_params(self) -> set[str]:
+        """The names of the parameters that belong to a kind's build, not to the sampler."""
+        return {p.name for k in self.kinds for p in get_kind(k).params}
 
     def items(self, n: int, seed: int, params: dict[str, Any]):
         """``(items, meta)``: the items of ``n`` cases from ``seed`` (``sample`` without
         ``kind``): ``n`` items, or the same number for each case (a robust family's corners),
         with one meta row per item; ``ProblemError`` naming the family otherwise (fewer items
         than cases, a count that is no multiple of ``n``, items without a length)."""
-        items, meta = self.sample(n, seed, **{k: v for k, v in params.items() if k != "kind"})
+        skip = {"kind"} | self.kind_params()
+        items, meta = self.sample(n, seed, **{k: v for k, v in params.items() if k not in skip})
         try:
             count = len(items)
         except TypeError:
@@ -180,7 +174,11 @@ class FamilySpec:
         if not isinstance(kind, str) or kind not in fam.kinds:
             raise ProblemError(f"kind: family {name!r} generates {list(fam.kinds)}, got {kind!r}")
         checked = dict(params)
-        for p in fam.params:
+        owned = {p.name for p in get_kind(kind).params}
+        foreign = sorted((set(params) & fam.kind_params()) - owned)
+        if foreign:
+            raise ProblemError(f"params: kind {kind!r} does not take {foreign} (a parameter of another kind)")
+        for p in (*fam.params, *get_kind(kind).params):
             if p.name in checked and p.check is not None:
                 try:
                     checked[p.name] = p.check(checked[p.name])

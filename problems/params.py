@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 from numbers import Integral, Real
+from dataclasses import dataclass
 from typing import Any, Callable
 
 Check = Callable[[Any], Any]
@@ -128,3 +129,19 @@ def either(*checks: Check) -> Check:
                 continue
         raise ValueError
     return check
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter a family (or a kind) takes: ``type`` is a short description of the
+    accepted values (``float``, ``(low, high)``, ``bool``, one of ...), ``doc`` says what it
+    does and in which unit."""
+
+    name: str
+    type: str
+    default: Any
+    doc: str
+    #: the value check (see above): returns the value, normalised, or raises ``ValueError``;
+    #: None accepts anything (the sampler checks it)
+    check: Callable[[Any], Any] | None = None
+

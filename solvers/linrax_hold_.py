@@ -24,9 +24,6 @@ Measures (seed 002 §6), each a boolean setting unless stated:
   instead of read off the tableau.
 * ``pivot_tol`` (float, 1e-4): linrax's ``dual_tol``, its smallest pivot and optimality
   tolerance (linrax's default 1e-6 pivots on float32 noise).
-* ``exit_cap``: exit LPs keep the cap row ``t / T <= 1`` with ``T = 10`` as generated; off,
-  the row (recognised as the single-entry row ``t / 10 <= 1``) is rewritten with seed
-  002's first ``T = 1000``.
 * ``reinvert``: after phase 2, rebuild the tableau from the final basis
   (``B^-1 A`` and ``B^-1 b`` computed fresh, reduced costs ``c - A^T B^-T c_B``) and continue,
   ``reinversions`` (2) times. A fresh ``B^-1 b`` can show that the basis float32 pivoting called
@@ -118,7 +115,6 @@ CHECKED_SOURCES = {
     "_iteration_needed": "b6b8eb6f002ab5f27c7f110e6afc5b60b59233a369217035308753dfd499bc3d",
     "SimplexStep": "",
 }
-SEED_EXIT_CAP = 10.0
 #: lean exits per piece (the ``exit_chunk`` setting). A lean exit's work outside its pivot
 #: loops is elementwise on small arrays, so per piece XLA:CPU's cost per operation weighs:
 #: in pieces of 4,096 instead of ``chunk``'s 1,024, seed 002's planar exits took 0.79-0.80x
@@ -133,7 +129,6 @@ EXIT_CHUNK = 4096
 #: of 64-128 against 30-31 in pieces of 4,096; planar LP-1 keeps its pieces of 1,024 and
 #: planar exits in pieces of 1,280 took 0.91-1.02x the time of 4,096.
 PIECE_KIB = 512
-OLD_EXIT_CAP = 1000.0
 
 
 def _source_digest(fn) -> str:
@@ -326,7 +321,6 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         "spread": Option(bool, True, "Householder-spread the equality right-hand side"),
         "recompute": Option(bool, True, "recompute the primal from the final basis"),
         "pivot_tol": Option(float, 1e-4, "smallest pivot and optimality tolerance (linrax default 1e-6)", gt=0),
-        "exit_cap": Option(bool, True, "keep exit caps at T = 10 (off: T = 1000)"),
         "reinvert": Option(bool, True, "rebuild the tableau from the final basis and continue"),
         "reinversions": Option(int, 2, "how many times reinvert rebuilds", ge=0),
         "small_witness": Option(bool, True, "among optimal vertices, move to one with the smallest sum(x)"),
@@ -353,7 +347,7 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
     #: (``lean_exits`` acts in ``bench.hold.check_batch`` only, never in an ablation cell: its
     #: switch is measured side by side by ``python -m bench.studies.margins``, ``with_margins_rounds``.)
     MEASURES = {"cap": False, "bland": False, "artificial_ge": False, "spread": False, "recompute": False,
-                "pivot_tol": 1e-6, "exit_cap": False, "reinvert": False, "small_witness": False,
+                "pivot_tol": 1e-6, "reinvert": False, "small_witness": False,
                 "warm_exits": False, "dantzig": False}
 
     @classmethod
@@ -366,11 +360,8 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
         return problem, (bounded, placed, self._warm_groups(problem) if self.settings["warm_exits"] else None)
 
     def _placed(self, problem, place: bool = True):
-        """The base preparation (cast, placed on the device), exit caps rewritten first where
-        ``exit_cap`` is off: ``(problem, (bounded, placed arrays))``; without ``place`` the
-        arrays stay on the host until read (``Unplaced``)."""
-        if not self.settings["exit_cap"] and problem.m_ub:
-            problem = _old_exit_cap(problem)
+        """The base preparation (cast, placed on the device): ``(problem, (bounded, placed
+        arrays))``; without ``place`` the arrays stay on the host until read (``Unplaced``)."""
         if place:
             return super().prepare(problem)
         bounded, arrays = self.host_arrays(problem)
@@ -1068,18 +1059,6 @@ def _solution_type(feasible):
     from linrax.optim import SimplexSolutionType
 
     return SimplexSolutionType(feasible.reshape(1), jnp.array([True]))
-
-
-def _old_exit_cap(problem):
-    """Rewrite exit LPs' cap row ``t / 10 <= 1`` (one nonzero entry 0.1, right-hand side 1)
-    with ``T = 1000`` (the ``exit_cap=False`` ablation)."""
-    from dataclasses import replace
-
-    A_ub, b_ub = problem.A_ub.copy(), problem.b_ub.copy()
-    nonzero = np.count_nonzero(A_ub, axis=2) == 1
-    is_cap = nonzero & np.isclose(A_ub.sum(axis=2), 1.0 / SEED_EXIT_CAP) & np.isclose(b_ub, 1.0)
-    A_ub[is_cap] *= SEED_EXIT_CAP / OLD_EXIT_CAP
-    return replace(problem, A_ub=A_ub, b_ub=b_ub)
 
 
 ADAPTER = LinraxHoldAdapter

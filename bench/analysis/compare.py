@@ -266,7 +266,7 @@ def text_rows(comparison: Comparison) -> pd.DataFrame:
 
     return pd.DataFrame({
         "verdict": t["verdict"],
-        "configuration": t["solver_spec"].astype(str) + " " + t["dtype"].astype(str) + " " + t["device"].astype(str),
+        "configuration": results.config_label(t, solver="solver_spec", host=False),
         "family": t["family_label"].astype(str) + "/" + t["kind"].astype(str),
         "scenes": t["n_scenes"].astype(int),
         "time NEW/BASE": [f"{r:.3g} [{lo:.3g}, {hi:.3g}]" if np.isfinite(lo) else (f"{r:.3g}" if np.isfinite(r) else "")

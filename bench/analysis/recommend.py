@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
+from problems.kinds.checks import UNPROVEN, UNSAFE, WRONG
 from solvers.errors import ProblemError
 
 from bench.analysis import intervals, results, stats
@@ -49,10 +50,10 @@ class Criterion:
 
 
 CRITERIA = (
-    Criterion("false_accept", ("false_accept",), "max_false_accept", "false-accept", "without a false accept"),
-    Criterion("uncertain", ("uncertain", "failed"), "max_uncertain", "uncertain-or-failed",
+    Criterion("false_accept", UNSAFE, "max_false_accept", "false-accept", "without a false accept"),
+    Criterion("uncertain", UNPROVEN, "max_uncertain", "uncertain-or-failed",
               "without an uncertain or failed answer"),
-    Criterion("wrong", ("false_reject", "suboptimal"), "max_wrong", "wrong-answer", "without a wrong answer"),
+    Criterion("wrong", WRONG, "max_wrong", "wrong-answer", "without a wrong answer"),
 )
 
 @dataclass(frozen=True)
@@ -267,8 +268,8 @@ def by_truth_class(rows: pd.DataFrame, table: pd.DataFrame | None = None) -> pd.
     total = lambda names: sum(counts[c] for c in names if c in counts) + 0 * counts["cases"]  # noqa: E731
     out = pd.DataFrame({"config": counts["config"], "family": counts["family_label"], "kind": counts["kind"],
                         "scenes": counts["n_scenes"], "truth": counts["truth"], "cases": counts["cases"],
-                        "correct": total(("correct",)), "unsafe": total(("false_accept",)),
-                        "wrong": total(("false_reject", "suboptimal")), "unproven": total(("uncertain", "failed")),
+                        "correct": total(("correct",)), "unsafe": total(UNSAFE),
+                        "wrong": total(WRONG), "unproven": total(UNPROVEN),
                         "unproven_agree": counts["uncertain_agree"]})
     if table is not None and len(table):
         order = {key: i for i, key in enumerate(zip(table["config"], table["family"], table["kind"], table["scenes"]))}

@@ -30,16 +30,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from problems.kinds.checks import OUTCOMES
+from problems.kinds.checks import OUTCOMES, SEVERITY
 
 from solvers.errors import ProblemError
 
 from bench.engine.rundir import load_cells
 from bench.analysis.schema import TIMING, kind_or_none, outcome_columns
 
-#: outcomes from worst to best: a case answered several times keeps the first of these it got.
-SEVERITY = ("false_accept", "failed", "uncertain", "false_reject", "suboptimal", "correct")
-assert set(SEVERITY) == set(OUTCOMES), "SEVERITY orders every outcome of problems.kinds.checks.OUTCOMES"
 #: the columns that name one case in rows without a ``case_hash`` (schema 4 and older).
 LEGACY_CASE_KEY = ["family_label", "kind", "family_params", "n_scenes", "seed", "lp_index"]
 #: the column ``prepare`` adds that names one case.
@@ -54,10 +51,16 @@ def load(run_dirs: list[Path | str]) -> pd.DataFrame:
     return prepare(load_cells(run_dirs)[0])
 
 
-def config_label(rows: pd.DataFrame) -> pd.Series:
-    """``solver_label dtype device`` per row, ``@ host`` added when several machines are merged."""
-    label = rows["solver_label"].astype(str) + " " + rows["dtype"].astype(str) + " " + rows["device"].astype(str)
-    hosts = rows["env_host"].astype(str) if "env_host" in rows else pd.Series("", index=rows.index)
+def config_label(rows: pd.DataFrame, solver: str = "solver_label", device: bool = True,
+                 host: bool = True) -> pd.Series:
+    """The configuration label per row: ``<solver> dtype device`` (``solver`` the column naming
+    the solver: its label, or its spec), ``@ host`` added when several machines are merged
+    (``host``); without ``device``, ``<solver> dtype``. The one builder of a configuration's
+    name: tables, compare and the studies use it."""
+    label = rows[solver].astype(str) + " " + rows["dtype"].astype(str)
+    if device:
+        label = label + " " + rows["device"].astype(str)
+    hosts = rows["env_host"].astype(str) if host and "env_host" in rows else pd.Series("", index=rows.index)
     if hosts.nunique() > 1:
         label = label + " @ " + hosts
     return label

@@ -154,11 +154,11 @@ def timing_columns(times_s: np.ndarray, first_s: float, n_scenes: int, n_problem
 
 def worst_of_repeats(batch: problems.ProblemBatch, solutions, ref: pd.DataFrame):
     """``(solution, judged rows)``: every timed repeat's answers verified (``judge``), and per
-    case the answer of the repeat judged worst (``bench.analysis.results.SEVERITY``; the last of equals),
+    case the answer of the repeat judged worst (``problems.kinds.checks.SEVERITY``; the last of equals),
     so that an answer a later repeat got wrong is never hidden behind an earlier right one."""
     from solvers import BatchSolution
 
-    from bench.analysis.results import SEVERITY
+    from problems.kinds.checks import SEVERITY
 
     judged = [judge(batch, s, ref, DEFAULT_TOLERANCES) for s in solutions]
     if len(judged) == 1:

@@ -194,10 +194,14 @@ def check_seed(seed: int) -> int:
     return seed
 
 
-def check_timeout(timeout: float | None) -> float | None:
-    """``timeout`` (seconds per cell, or None: the preset's) when finite and > 0."""
-    if timeout is not None and not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
-        raise ProblemError(f"timeout: expected a finite number of seconds > 0, got {timeout!r}")
+def check_timeout(timeout: float | None, name: str = "timeout", required: bool = False) -> float | None:
+    """``timeout`` (seconds) when a finite number > 0 (not a bool), or None where not
+    ``required`` (a preset's default applies); else ``ProblemError`` naming ``name``. The one
+    check of a timeout: runs, cells, problem sets, check-adapter and the studies use it."""
+    if timeout is None and not required:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (math.isfinite(timeout) and timeout > 0):
+        raise ProblemError(f"{name}: expected a finite number of seconds > 0, got {timeout!r}")
     return timeout
 
 

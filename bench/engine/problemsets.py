@@ -23,7 +23,7 @@ from solvers.errors import ProblemError
 
 from bench.engine.cell import batch_for, batch_name
 from bench.engine.execute import RAISED, cap_file
-from bench.engine.grid import Cell
+from bench.engine.grid import Cell, check_timeout
 from bench.engine.states import CellState
 
 
@@ -155,8 +155,7 @@ def prepare(cells: list[Cell], folder: Path, timeout: float, also_in: list[Path]
     two problem sets under one name."""
     from bench.engine.execute import LocalPool
 
-    if not (isinstance(timeout, (int, float)) and timeout > 0):
-        raise ProblemError(f"timeout: expected a number of seconds > 0, got {timeout!r}")
+    check_timeout(timeout, required=True)
     todo = missing_sets(cells, [folder, *also_in])
     saved = _saved_sets(cells, recheck) if recheck is not None else []
     if not todo and not saved:

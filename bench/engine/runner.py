@@ -31,7 +31,7 @@ from solvers.errors import ProblemError
 
 from bench.engine.cell import batch_name, failed_rows
 from bench.engine.env import host_environment
-from bench.engine.grid import Cell, traits
+from bench.engine.grid import Cell, check_timeout, traits
 from bench.engine.problemsets import ProblemSet
 from bench.engine.rundir import cell_finished, read_cell, write_bytes_atomic, write_cell
 from bench.engine.states import CellState
@@ -75,8 +75,7 @@ def run_cells(cells: list[Cell], run_dir: Path, run_id: str, *, timeout: float =
     so that ``resume`` runs it."""
     from bench.engine import cluster, execute
 
-    if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and 0 < timeout < float("inf")):
-        raise ProblemError(f"timeout: expected a finite number of seconds > 0, got {timeout!r}")
+    check_timeout(timeout, required=True)
     if stall_seconds is not None and not (isinstance(stall_seconds, (int, float)) and stall_seconds > 0):
         raise ProblemError(f"stall_seconds: expected a number of seconds > 0, got {stall_seconds!r}")
     stall = execute.STALL_SECONDS if stall_seconds is None else float(stall_seconds)

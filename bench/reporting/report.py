@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from problems.kinds.checks import OUTCOMES
+from problems.kinds.checks import OUTCOMES, UNPROVEN, WRONG
 
 from bench.analysis import intervals, results
 from bench.engine.rundir import read_manifest, replace_output_dir
@@ -135,8 +135,8 @@ def main_table(summary: pd.DataFrame) -> pd.DataFrame:
         "family": summary["family"], "kind": summary["kind"], "scenes": summary["scenes"],
         "device": summary["device"], "solver": summary["solver"], "dtype": summary["dtype"],
         "cases": summary["n"], "correct": summary["correct"], "unsafe": summary["false_accept"],
-        "wrong": total(("false_reject", "suboptimal")),
-        "unproven": [results.agree_text(u, a) for u, a in zip(total(("uncertain", "failed")), _agree(summary))],
+        "wrong": total(WRONG),
+        "unproven": [results.agree_text(u, a) for u, a in zip(total(UNPROVEN), _agree(summary))],
         "e2e us per case": [results.us_text(t) for t in results.ranking_time_us(summary)],
     })[MAIN_COLUMNS]
     return out.drop(columns=["device"]) if out["device"].nunique() <= 1 else out
@@ -182,7 +182,7 @@ def terminal(summary: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
     ``TERMINAL_DROPPABLE`` whose value is the same on every line are dropped and returned
     in ``constant`` (column -> value); report.md and the dashboard hold the rest."""
     summary = summary.sort_values(["family", "kind", "scenes", "device", "rank"], kind="stable", na_position="last")
-    unsure = sum(summary[c] for c in ("uncertain", "failed") if c in summary)
+    unsure = sum(summary[c] for c in UNPROVEN if c in summary)
     lines = pd.DataFrame({
         "solver": summary["solver"].astype(str), "dtype": summary["dtype"].astype(str),
         "device": summary["device"].astype(str),

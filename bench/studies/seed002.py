@@ -22,7 +22,7 @@ import solvers
 from problems import FamilySpec
 
 from bench.engine.grid import Cell
-from bench.analysis.results import summarize
+from bench.analysis.results import config_label, summarize
 
 #: (label, family, params) of the problem sets; sizes are the seed's.
 ABLATION_SETS = (
@@ -39,6 +39,11 @@ REPRODUCTION_SETS = (
 )
 
 
+#: measures that are properties of the problem, not settings of the adapter: (row label,
+#: parameters given to the sets of that kind, kind); linrax-hold solves them as they are
+PROBLEM_ABLATIONS = (("without exit_cap", {"cap": 1000.0}, "exit"),)
+
+
 def ablation_specs() -> list[tuple[str, str]]:
     """(row label, solver spec): all measures on, each measure off, published linrax."""
     cls = solvers.adapters()["linrax-hold"]
@@ -51,8 +56,13 @@ def ablation_specs() -> list[tuple[str, str]]:
 
 def ablation_cells(seed: int = 0, repeats: int = 3, scale: float = 1.0, device: str = "cpu") -> list[Cell]:
     """Every (set, configuration) cell of the ablation, float32; ``scale`` shrinks the sets."""
-    return [Cell.of(FamilySpec.of(fam, **params), max(8, int(n * scale)), seed, spec, "float32", device, repeats)
-            for _label, fam, params, n in ABLATION_SETS for _row, spec in ablation_specs()]
+    cells = [Cell.of(FamilySpec.of(fam, **params), max(8, int(n * scale)), seed, spec, "float32", device, repeats)
+             for _label, fam, params, n in ABLATION_SETS for _row, spec in ablation_specs()]
+    cells += [Cell.of(FamilySpec.of(fam, **params, **changed), max(8, int(n * scale)), seed, "linrax-hold", "float32",
+                      device, repeats)
+              for _label, fam, params, n in ABLATION_SETS for _row, changed, kind in PROBLEM_ABLATIONS
+              if params.get("kind") == kind]
+    return cells
 
 
 def _set_label(family: str, family_params: str, sets) -> str:
@@ -60,6 +70,9 @@ def _set_label(family: str, family_params: str, sets) -> str:
     rows' JSON column) belong to (same family and parameters), or ``""``."""
     params = json.loads(family_params)
     kind = params.pop("kind", "lp1")
+    for _row, changed, _kind in PROBLEM_ABLATIONS:  # a problem ablation's set is the set it changes
+        for key in changed:
+            params.pop(key, None)
     for label, fam, set_params, _n in sets:
         wanted = dict(set_params)
         set_kind = wanted.pop("kind", None)
@@ -84,9 +97,13 @@ def ablation_table(rows: pd.DataFrame) -> pd.DataFrame:
     rows["set"] = set_labels(rows, ABLATION_SETS)
     labels = {str(solvers.SolverSpec.parse(spec)): label for label, spec in ablation_specs()}
     rows["configuration"] = rows["solver_spec"].map(labels)
+    given = rows["family_params"].map(json.loads)
+    for row, changed, _kind in PROBLEM_ABLATIONS:
+        rows.loc[given.map(lambda p, c=changed: all(p.get(k) == v for k, v in c.items())).to_numpy(), "configuration"] = row
     table = summarize(rows, ["configuration", "set"])
     table = table[["configuration", "set", "n", "correct", "false_accept", "uncertain", "failed", "ms_per_256"]]
-    order = {label: i for i, (label, _spec) in enumerate(ablation_specs())}
+    order = {label: i for i, label in enumerate([label for label, _spec in ablation_specs()]
+                                                 + [row for row, *_rest in PROBLEM_ABLATIONS])}
     set_order = {label: i for i, (label, *_rest) in enumerate(ABLATION_SETS)}
     return table.assign(_s=table["set"].map(set_order), _o=table["configuration"].map(order)).sort_values(
         ["_s", "_o"]).drop(columns=["_o", "_s"]).reset_index(drop=True)
@@ -120,7 +137,7 @@ def reproduction_table(rows: pd.DataFrame) -> pd.DataFrame:
     is ``bench.studies.margins``' and the device table's."""
     rows = rows.copy()
     rows["set"] = set_labels(rows, REPRODUCTION_SETS)
-    rows["who"] = rows["solver_label"] + " " + rows["dtype"]
+    rows["who"] = config_label(rows, device=False, host=False)
     table = summarize(rows, ["set", "who", "kind"]).set_index(["set", "who", "kind"])
     out = []
     for (label, who), grp in table.groupby(level=["set", "who"], sort=False):

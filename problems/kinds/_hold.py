@@ -52,6 +52,7 @@ class HoldKind(Kind):
         ``HoldScene``) and their meta rows; ``axes`` names the wrench axes (for exit direction
         names), ``cap`` is the exit cap T. Array operations only, whatever the batch size."""
         scenes = SceneBatch.of(scenes)
+        cap = float((params or {}).get("cap", cap))
         if len(meta) != len(scenes):
             raise ProblemError(f"meta: expected {len(scenes)} rows (one per scene), got {len(meta)}")
         axes = axes or tuple(f"e{i}" for i in range(scenes.d))

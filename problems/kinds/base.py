@@ -69,6 +69,9 @@ class Kind:
     reference_solver: ClassVar[tuple[str, str, str] | None] = None
     #: result columns the kind adds to every row (verifier's, reference's, judge's): name -> dtype.
     columns: ClassVar[dict[str, str]] = {}
+    #: parameters of the build (not of the sampler) this kind takes in a family spec, e.g. the
+    #: exit kind's ``cap``; checked like a family's, given to ``build`` in ``params``
+    params: ClassVar[tuple] = ()
 
     # ------------------------------------------------------------------ build
     def build(self, family: str, items: list, meta: pd.DataFrame, params: dict[str, Any],

@@ -7,6 +7,7 @@ standard-form residuals are relative to ``1 + max |b|``.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -14,11 +15,42 @@ import pandas as pd
 
 from solvers.types import finite_rows  # the one owner (``Adapter.finish`` reads it too)
 
-__all__ = ["OUTCOMES", "Tolerances", "DEFAULT_TOLERANCES", "finite_rows", "row_max", "row_min", "certificate_passes",
-           "farkas_check", "ray_check"]
+__all__ = ["Outcome", "OUTCOMES", "SEVERITY", "UNSAFE", "WRONG", "UNPROVEN", "Tolerances",
+           "DEFAULT_TOLERANCES", "finite_rows", "row_max", "row_min", "certificate_passes", "farkas_check",
+           "ray_check"]
+
+
+class Outcome(str, enum.Enum):
+    """What an answer is against the reference, in report order, each with its severity
+    (0 the worst: a case answered several times counts with its most severe outcome)."""
+
+    CORRECT = "correct", 5  # proven and agreeing with the reference
+    SUBOPTIMAL = "suboptimal", 4  # feasible, proven, but off the reference optimum (safe, wrong)
+    FALSE_ACCEPT = "false_accept", 0  # unsafe: "it holds" / forces that break a constraint
+    FALSE_REJECT = "false_reject", 3  # "it does not hold" where it does (safe, wrong)
+    UNCERTAIN = "uncertain", 2  # a claim without the proof it needs
+    FAILED = "failed", 1  # no answer (the solver raised, timed out, crashed)
+
+    def __new__(cls, value: str, severity: int):
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.severity = severity
+        return member
+
+    def __str__(self) -> str:
+        return self.value
+
 
 #: every outcome a kind may give, in report order (a kind declares the ones it uses).
-OUTCOMES = ("correct", "suboptimal", "false_accept", "false_reject", "uncertain", "failed")
+OUTCOMES = tuple(o.value for o in Outcome)
+#: the outcomes, worst first
+SEVERITY = tuple(o.value for o in sorted(Outcome, key=lambda o: o.severity))
+#: unsafe answers (what ``max_false_accept`` bounds)
+UNSAFE = (Outcome.FALSE_ACCEPT.value,)
+#: safe but wrong answers (what ``max_wrong`` bounds)
+WRONG = (Outcome.FALSE_REJECT.value, Outcome.SUBOPTIMAL.value)
+#: answers with no proof: unproven claims and no answer at all (what ``max_uncertain`` bounds)
+UNPROVEN = (Outcome.UNCERTAIN.value, Outcome.FAILED.value)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ import pandas as pd
 from solvers import Status
 from solvers.types import text_codes, text_column
 
-from ..hold import direction_names, exit_arrays, margin_directions
+from ..hold import EXIT_CAP, direction_names, exit_arrays, margin_directions
+from ..params import Param, number
 from .checks import DEFAULT_TOLERANCES, OUTCOMES, Tolerances, farkas_columns, finite_rows
 from ._hold import WITNESS_COLUMNS, HoldKind, witness_columns
 
@@ -101,6 +102,8 @@ class ExitKind(HoldKind):
     columns = {"verdict": "str", "t": "float64", "exit": "float64", **WITNESS_COLUMNS, "cert_gap": "float64",
                "cert_value": "float64", "certificate_ok": "bool", "ref_exit": "float64", "ref_verdict": "str",
                "outcome": "str", "ref_agrees": "bool"}
+    params = (Param("cap", "float > 0", EXIT_CAP, "the exit LPs' cap T on t, m*g (m*g*l for torques); seed 002 "
+                    "first used 1000", number(gt=0)),)
 
     def expand(self, scenes, meta, axes, cap):
         U = margin_directions(scenes.d)

@@ -101,9 +101,11 @@ def lp1_outcome_codes(verdict, truth, ambiguous=None) -> np.ndarray:
     )
 
 
-def _worst(verdicts: pd.Series) -> str:
-    """The robust verdict over a case's corners: unsupported if any is, supported if all are.
-    (Over reference truths: unsupported if any is, supported if all are, else unknown.)"""
+def robust_verdict(verdicts) -> str:
+    """The robust verdict over one case's corners (seed 002 §5): ``unsupported`` if any corner
+    is, ``supported`` if all are; else ``unknown`` where a reference truth is unknown,
+    ``failed`` if a corner failed, ``uncertain`` otherwise. The one owner of the rule: the
+    robust tables and ``bench.hold.check_robust`` apply it."""
     values = set(verdicts)
     if "unsupported" in values:
         return "unsupported"
@@ -179,8 +181,8 @@ def robust_summary(rows: pd.DataFrame, group: list[str]) -> pd.DataFrame:
     sub = sub[sub.groupby(["cell_id", "meta_case"])["meta_need_corner"].transform("nunique") > 1]
     if sub.empty:
         return pd.DataFrame()
-    cases = sub.groupby(group + ["cell_id", "meta_case"]).agg(verdict=("verdict", _worst),
-                                                              truth=("truth", _worst)).reset_index()
+    cases = sub.groupby(group + ["cell_id", "meta_case"]).agg(verdict=("verdict", robust_verdict),
+                                                              truth=("truth", robust_verdict)).reset_index()
     cases["outcome"] = lp1_outcomes(cases["verdict"], cases["truth"])
     counts = pd.crosstab([cases[g] for g in group], cases["outcome"]).reindex(
         columns=list(KIND.outcomes), fill_value=0)
