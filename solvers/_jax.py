@@ -349,34 +349,18 @@ class JaxBatchedAdapter:
 
     def chunked(self, solve, arrays, chunk: int | None = None, wait: bool = True, bucket: bool = False):
         """``solve(*arrays)`` (a jitted, vmapped function of arrays with one leading batch axis)
-        in pieces of ``chunk`` cases (default: the ``chunk`` setting; 0: at once), blocked until
-        ready once, after the last piece (``wait``; without it the outputs are returned as
-        dispatched, for a caller that hands them to its next jitted call: linrax-hold's lean
-        exits' scenes, which their exits then read, 0.95-0.96x the time of planar
-        near-boundary's exits); call it inside ``precision``.
+        in pieces of ``chunk`` cases (default: the ``chunk`` setting; 0: at once); call it
+        inside ``precision``. Returns ``solve``'s outputs for the ``n`` cases, in order,
+        blocked until ready after the last piece (``wait``; without it, as dispatched, for a
+        caller that hands them to its next jitted call).
 
-        Every piece has ``piece_size(n, chunk)`` cases (at most ``chunk``, equal pieces rounded
-        up to a multiple of ``PIECE_QUANTUM``), so one compiled shape serves them all: the last piece
-        starts a piece's length before the end (it overlaps the one before it, whose answers
-        for the overlap are kept) and only its new cases are kept. Each piece is cut from the
-        arrays on their device by one jitted dispatch (``piece_slicer``), not one per array:
-        at 65,536 cases in pieces of 1,024, slicing six arrays one by one cost about 35 ms of
-        dispatches, a seventh of linrax-hold's run on a 2-core CPU. The pieces' outputs are
-        joined by one jitted dispatch too (``piece_joiner``): slicing the last piece and
-        concatenating each output eagerly cost 10-20% of linrax-hold's planar exit batches.
-        Every piece is dispatched before any is waited for, so the host queues the next piece
-        while the device solves one (on a GPU, blocking after each piece left it idle for the
-        host's dispatch of the next).
-
-        With ``bucket`` (for batches whose size varies from call to call: linrax-hold's exits
-        from LP-1, one per held scene's direction), a batch solved in one piece is padded by
-        repeating its last case up to ``batch_bucket(n)`` cases (at most ``chunk``;
-        ``at_once_size``), and its outputs trimmed back to ``n`` rows. Both are small programs
-        compiled per ``n``: a caller that can pads on the host instead (linrax-hold's lean
-        exits, ``_shared_exits``), and its batch then arrives at that size. The padded cases are real
-        ones solved twice; each case's answer is its own, as in the last piece above. A batch
-        of a fixed size is not padded: the two extra dispatches cost planar-box LP-1 at 1,000
-        cases (padded to 1,024) 1.1x its run on a CPU, for no compile saved."""
+        Every piece has ``piece_size(n, chunk)`` cases, so one compiled shape serves them all:
+        the last piece starts a piece's length before the end and only its new cases are
+        kept. Pieces are cut (``piece_slicer``) and joined (``piece_joiner``) by one jitted
+        dispatch each, and every piece is dispatched before any is waited for. With
+        ``bucket`` (batches whose size varies from call to call), a batch solved in one piece
+        is padded by repeating its last case up to ``batch_bucket(n)`` cases and trimmed back
+        to ``n`` rows: each case's answer is its own."""
         jax = import_jax()
         chunk = int(self.settings.get("chunk") or 0) if chunk is None else int(chunk)
         n = arrays[0].shape[0]

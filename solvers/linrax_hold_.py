@@ -2,90 +2,15 @@
 
 It runs the published, pinned linrax 0.3.0 (``linrax.optim.linprog``: its standard form,
 tableau, phase 1 / phase 2 and Bland entering rule) with our own pivot loop in place of
-``linrax.optim._simplex``. The swap lasts only while this adapter traces its jitted
-function, so the published ``linrax`` adapter in the same process stays the published
-code. At import the adapter checks linrax's version and the SHA-256 of the source of the
-functions it relies on, and refuses (``SolverNotAvailable``) if they are not the ones it
-was checked against. None of linrax's code is copied here.
-
-Measures (seed 002 §6), each a boolean setting unless stated:
-
-* ``cap``: at most ``max_pivots`` (300) pivots per phase. Under ``vmap`` the loop runs until
-  the slowest LP of the batch finishes, so one cycling LP would hang the batch. A capped LP
-  ends ``MAX_ITER`` (phase 1 included: a phase 1 stopped by the cap is not "infeasible"),
-  and its answer is verified like any other.
-* ``bland``: Bland's leaving rule, ties in the ratio test go to the basic variable with
-  the lowest index (linrax takes the lowest row, which does not rule out cycling).
-* ``artificial_ge``: artificial variables still basic in phase 2 are recognised with
-  ``>=`` (linrax's ``>`` misses the one whose index equals the right-hand-side column's).
-* ``spread``: the equality rows are multiplied by the Householder reflection ``H`` that
-  maps ``b_eq`` to ``|b_eq| (1, ..., 1) / sqrt(m_eq)``; duals map back by ``y = H y'``.
-* ``recompute``: the primal is recomputed from the final basis by one solve with ``B``
-  instead of read off the tableau.
-* ``pivot_tol`` (float, 1e-4): linrax's ``dual_tol``, its smallest pivot and optimality
-  tolerance (linrax's default 1e-6 pivots on float32 noise).
-* ``reinvert``: after phase 2, rebuild the tableau from the final basis
-  (``B^-1 A`` and ``B^-1 b`` computed fresh, reduced costs ``c - A^T B^-T c_B``) and continue,
-  ``reinversions`` (2) times. A fresh ``B^-1 b`` can show that the basis float32 pivoting called
-  feasible is not (negative weights); dual simplex pivots restore primal feasibility first
-  (the basis is still dual feasible), then primal pivots continue with the optimality
-  tolerance ``pivot_tol / 100`` (fresh reduced costs are accurate enough for it), so the
-  final duals pass the certificate check at 1e-5. The rounds stop early where one leaves
-  the basis as it found it: the next would repeat it exactly.
-
-* ``warm_exits`` (new here): LPs that differ only in their last column and cost (a scene's
-  2d exit LPs: the column of ``t``) share one phase 1, solved on the LP without that column;
-  its final basis is feasible for each of them at ``t = 0``, so each exit LP builds its
-  tableau fresh from it (dual pivots repair float noise) and runs phase 2 only. Where phase 1
-  proves the group infeasible (support already lost), its Farkas certificate also proves an
-  exit LP infeasible whose ``t`` column keeps it valid (``a_t @ y <= 0``); that LP is answered
-  so, unsolved, and the verifier checks the certificate as any other. The rest, and every warm
-  start that does not end optimal, is solved cold. Where the caller has solved LP-1 first
-  (``bench.hold.check_batch``, seed 002's LP with margins), ``prepare_exits_from`` starts the
-  exits from LP-1's final bases instead (``exit_starts``): no phase 1 at all.
-
-* ``lean_exits`` (new here): an exit started from LP-1's basis runs no reinversion round
-  after its phase 2 (which already starts from a tableau built fresh from that basis), and
-  its small-witness phase starts from that tableau instead of a second factorisation; the
-  optimality tolerance is ``pivot_tol``. Measured on seed 002's sets, this is no less often
-  right than with the rounds (3D random: 4,508 of 4,584 exits against 4,496) and about a
-  third less work (``bench.studies.margins``'s ``with_margins_rounds``). Other LPs keep the rounds.
-  A scene's lean exits also share one factorisation of its start: the exit LP without its
-  ``t`` column is factored once per scene (``one_exit_scene``) and each exit puts its own
-  ``t`` column into that tableau (``one_lean_exit``), instead of each spreading, building
-  the standard form and inverting the same basis again (``_pads_its_scenes`` says where the
-  scenes are padded to the exits' piece size so that the answers stay the per-exit ones).
-  Lean exits run in pieces of ``exit_chunk`` (4,096) LPs, not ``chunk``'s 1,024: their work
-  outside the loops is elementwise on small arrays, where XLA:CPU's cost per operation
-  weighs (``EXIT_CHUNK``).
-
-* ``piece_kib`` (new here, 512): on a CPU, a piece (of ``chunk`` or ``exit_chunk`` LPs) holds
-  at most this many KiB of tableaux (``tableau_bytes``), at least 64 LPs: a vmapped pivot
-  loop runs until the slowest LP of its piece is done, and a 3D tableau is ten times a
-  planar one. 3D LPs run in pieces of 64, planar LP-1 keeps its 1,024 (``PIECE_KIB``). On a
-  GPU the pieces are ``chunk``'s and ``exit_chunk``'s.
-
-* ``dantzig`` (new here): the pivots that start from a given basis (a warm exit's phase 2,
-  the reinversion rounds, the small-witness phase) enter the column of most negative reduced
-  cost (Dantzig's rule) for their first ``max_pivots // 2`` pivots, then the lowest index
-  (Bland's rule, with ``bland``: no cycling). linrax's own phase 1 and phase 2 keep its
-  lowest-index rule (there Dantzig's rule moved the shared phase 1 of exits to vertices
-  float32 resolves worse: one false accept on the 3D near-boundary exits). Under ``vmap``
-  each loop runs as long as its slowest LP: on 3D exits the warm phase 2 took at most 117
-  pivots by the lowest index and 20 with Dantzig's rule in every phase, the small-witness
-  phase 101 and 17.
-
-* ``small_witness`` (new here): among the optimal vertices, continue to one with the smallest
-  ``sum(x)`` (only columns with zero reduced cost may enter, so the optimum is kept). A
-  supported 3D pose often has optimal vertices whose weights are hundreds of times the
-  weight; float32 cannot represent such a witness to the 1e-5 the check needs, while the
-  smallest-weight witness it can.
-
-Duals come from the final basis (``B^T y = c_B``, phase-1 costs when infeasible, so "no"
-comes with a Farkas certificate), as in the published adapter. The algebra on the basis
-(fresh tableaux, the recomputed primal, the duals) is ``solvers._small_linalg``'s
-elementwise elimination and products: XLA:CPU runs a batched ``inv`` or ``dot`` of such
-tiny matrices one matrix at a time.
+``linrax.optim._simplex``, only while this adapter traces its jitted function (the
+published ``linrax`` adapter in the same process stays the published code). At import it
+checks linrax's version and the SHA-256 of the functions it relies on and refuses
+(``SolverNotAvailable``) others. None of linrax's code is copied here. The measures
+(``cap``, ``bland``, ``artificial_ge``, ``spread``, ``recompute``, ``pivot_tol``,
+``reinvert``, ``warm_exits``, ``lean_exits``, ``piece_kib``, ``dantzig``,
+``small_witness``) are each described in docs/adapters.md ("linrax-hold's measures").
+Duals come from the final basis (``B^T y = c_B``; phase-1 costs when infeasible, so "no"
+comes with a Farkas certificate); the algebra on the basis is ``solvers._small_linalg``'s.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -126,3 +127,29 @@ def pytest_runtest_setup(item):
         missing = {name: why for name, why in missing.items() if why}
         if missing:
             pytest.skip("needs " + "; ".join(f"{name}: {why}" for name, why in missing.items()))
+
+
+def _mount_tmpfs(path: Path, options: str) -> bool:
+    """Mount a tmpfs with ``options`` at ``path``; False where this machine does not allow it."""
+    path.mkdir(parents=True, exist_ok=True)
+    ok = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)],
+                        capture_output=True).returncode == 0
+    return ok
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """``mount(name, options)``: a tmpfs under ``tmp_path`` (skips the test where none can be
+    mounted), unmounted after the test."""
+    mounted = []
+
+    def mount(name: str, options: str) -> Path:
+        path = tmp_path / name
+        if not _mount_tmpfs(path, options):
+            pytest.skip("this machine does not let the tests mount a tmpfs (needs root or CAP_SYS_ADMIN)")
+        mounted.append(path)
+        return path
+
+    yield mount
+    for path in mounted:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)

@@ -419,70 +419,6 @@ def test_a_farkas_check_with_zero_bounds_is_the_general_checks(cases, m_eq, m_ub
     pd.testing.assert_frame_equal(short, general, check_exact=True)
 
 
-def test_scenes_taken_from_a_checked_batch_are_its_rows_and_are_not_checked_again(monkeypatch):
-    """``SceneBatch.take``: the rows at the index (repeats allowed), a ``SceneBatch`` like one
-    built from them, without reading their values again for finiteness (they were read when
-    the batch was made); a bad index still fails as NumPy's indexing does."""
-    from problems.hold import SceneBatch
-
-    scenes = problems.generate("planar-box", 12, seed=5).payload
-    batch = SceneBatch(scenes["W"], scenes["need"], scenes["limit_B"], scenes["limit_fmax"])
-    index = np.array([3, 3, 0, 11])
-    checks = []
-    real_isfinite = np.isfinite
-    monkeypatch.setattr(np, "isfinite", lambda *a, **k: checks.append(1) or real_isfinite(*a, **k))
-    taken = batch.take(index)
-    assert checks == []
-    monkeypatch.undo()
-    built = SceneBatch(batch.W[index], batch.need[index], batch.limit_B[index], batch.limit_fmax[index])
-    for name in ("W", "need", "limit_B", "limit_fmax"):
-        np.testing.assert_array_equal(getattr(taken, name), getattr(built, name))
-    assert isinstance(taken, SceneBatch) and len(taken) == 4 and taken.d == batch.d and taken.k == batch.k
-    with pytest.raises(IndexError):
-        batch.take([12])
-
-
-def test_the_verifiers_reduce_narrow_rows_column_by_column(monkeypatch):
-    """The hold and standard-form verifiers reduce a case's few values with ``row_max`` /
-    ``row_min``, not NumPy's reduction along a narrow last axis (about 30 ns a row whatever the
-    width: at 52,566 planar exits ``verify_exit`` took 17 ms, most of it in such reductions).
-    Their verdicts are those of the plain reductions."""
-    from problems.kinds.checks import ROW_COLUMNS_MAX
-    from problems.kinds.exit import verify_exit
-    from problems.kinds.lp1 import verify_lp1
-
-    scenes = problems.generate("planar-box", 64, seed=3, kind="exit")
-    lp1 = problems.generate("planar-box", 64, seed=3)
-    rng = np.random.default_rng(0)
-
-    def answers(batch):
-        B, n = batch.c.shape
-        return BatchSolution(x=np.abs(rng.standard_normal((B, n))), y_eq=rng.standard_normal(batch.b_eq.shape),
-                             y_ub=-np.abs(rng.standard_normal(batch.b_ub.shape)), objective=np.zeros(B),
-                             status=np.zeros(B, np.int8), iterations=np.zeros(B, np.int64),
-                             native_status=[""] * B, message="")
-
-    exit_answers, lp1_answers = answers(scenes), answers(lp1)
-    before = verify_exit(scenes, exit_answers), verify_lp1(lp1, lp1_answers)
-    narrow = []
-    real_max, real_min = np.max, np.min
-
-    def watch(real):
-        def reduce(a, axis=None, *args, **kwargs):
-            if axis == 1 and np.ndim(a) == 2 and np.shape(a)[1] <= ROW_COLUMNS_MAX:
-                narrow.append(np.shape(a))
-            return real(a, axis, *args, **kwargs)
-        return reduce
-
-    monkeypatch.setattr(np, "max", watch(real_max))
-    monkeypatch.setattr(np, "min", watch(real_min))
-    after = verify_exit(scenes, exit_answers), verify_lp1(lp1, lp1_answers)
-    assert narrow == []
-    for old, new in zip(before, after):
-        pd.testing.assert_frame_equal(old, new)
-    assert set(before[0]["verdict"]) & {"verified", "uncertain"}  # the answers reach the checks they test
-
-
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 4)), min_size=1, max_size=12), st.integers(0, 3))
 def test_warm_start_groups_are_the_runs_of_lps_equal_but_for_their_last_column(runs, seed):
     """``linrax-hold``'s grouping (neighbour comparison) against a per-LP comparison. Four LP
@@ -610,36 +546,6 @@ def test_a_batch_solved_in_pieces_is_the_batch_solved_at_once(n, chunk, bucket):
     assert len(sizes) == (1 if chunk == 0 or n <= chunk else -(-n // chunk))
 
 
-def test_a_batch_in_pieces_dispatches_every_piece_before_waiting_once(monkeypatch):
-    """``chunked`` queues every piece and then waits once for the joined answers: a wait after
-    each piece kept the host from queueing the next one while the device solved (a GPU sat
-    idle between pieces)."""
-    _jax_ready("linrax-hold")
-    import jax
-    import jax.numpy as jnp
-
-    from solvers._jax import JaxBatchedAdapter
-
-    waits, waits_seen_by_piece = [], []
-    real_wait = jax.block_until_ready
-
-    def counting_wait(value):
-        waits.append(1)
-        return real_wait(value)
-
-    def solve(a):
-        waits_seen_by_piece.append(len(waits))
-        return jax.vmap(lambda x: (x + 1.0,))(a)
-
-    monkeypatch.setattr(jax, "block_until_ready", counting_wait)
-    adapter = JaxBatchedAdapter.__new__(JaxBatchedAdapter)
-    adapter.settings = {"chunk": 64}
-    (out,) = adapter.chunked(solve, (jnp.arange(300.0),))
-    np.testing.assert_array_equal(np.asarray(out), np.arange(300.0) + 1.0)
-    assert waits_seen_by_piece == [0] * 5  # five pieces of 64, all queued before any wait
-    assert len(waits) == 1
-
-
 @given(st.lists(st.integers(0, 5), min_size=0, max_size=3), st.integers(0, 15),
        st.sampled_from(["float64", "float32", "int64", "int32"]), st.sampled_from(["float32", "float64", "int32"]),
        st.booleans())
@@ -665,40 +571,6 @@ def test_a_host_cast_is_the_cast_aligned_for_the_device(shape, offset, source, t
         assert not np.shares_memory(out, a)
     already = a.flags.c_contiguous and (a.size == 0 or a.ctypes.data % HOST_ALIGNMENT == 0)
     assert (out is a) == (source == target and already)
-
-
-def test_prepare_hands_jax_host_arrays_it_can_place_without_a_copy(monkeypatch):
-    """Every host array a JAX adapter's ``prepare`` gives ``jax.device_put`` starts on a
-    64-byte boundary, so that XLA's CPU client aliases it (checked: the placed buffer is the
-    host one) instead of copying it; with NumPy's own 16-byte alignment about one cast in two
-    was copied again (0.8 of ``prepare``'s 2 ms at 65,536 planar LP-1s)."""
-    _jax_ready("linrax-hold")
-    import jax
-
-    given_arrays, placed = [], []
-    real_put = jax.device_put
-
-    def recording_put(x, *args, **kwargs):  # one array, or a tuple of them in one call (put_host)
-        out = real_put(x, *args, **kwargs)
-        for array, result in zip(x, out) if isinstance(x, tuple) else [(x, out)]:
-            if isinstance(array, np.ndarray):
-                given_arrays.append(array)
-                placed.append(result)
-        return out
-
-    monkeypatch.setattr(jax, "device_put", recording_put)
-    for spec in ("linrax-hold", "linrax", "qpax"):
-        if solvers.available().get(spec):
-            continue
-        adapter = solvers.get(spec, dtype="float32", device="cpu")
-        for n in (5, 17, 33, 70, 129):  # sizes whose casts NumPy places at 16-byte offsets too
-            batch = problems.generate("planar-box", n, seed=n)
-            adapter.prepare(check_standard_form(*batch.arrays(), **batch.extra(), batched=True))
-    assert len(given_arrays) >= 5 * 6
-    off = [(a.shape, a.ctypes.data % 64) for a in given_arrays if a.size and a.ctypes.data % 64]
-    assert not off, f"host arrays off the 64-byte boundary: {off[:5]}"
-    aliased = [out.unsafe_buffer_pointer() == a.ctypes.data for a, out in zip(given_arrays, placed) if a.size]
-    assert all(aliased)
 
 
 @given(st.integers(2, 300_000), st.integers(1, 4096))
@@ -753,80 +625,6 @@ def test_overhead_refuses_bad_arguments_naming_them(capsys):
         assert err.value.code == 2 and words in capsys.readouterr().err
 
 
-def test_check_batch_places_each_batch_on_the_device_in_one_transfer(monkeypatch):
-    """``bench.hold.check_batch`` with linrax-hold places its host arrays in two
-    ``jax.device_put`` calls (LP-1's arrays, the exits' starts and shared scenes:
-    ``solvers._jax.put_host``), not one call per array (23 before); the exits' own arrays,
-    which no lean exit reads, stay on the host (three calls before), and every placed array
-    holds the values and dtype ``host_cast`` gives it."""
-    _jax_ready("linrax-hold")
-    import jax
-
-    from bench.hold import check_batch
-    from problems.hold import SceneBatch
-    from solvers._jax import put_host
-
-    calls, real_put = [], jax.device_put
-
-    def recording_put(x, *args, **kwargs):
-        calls.append(len(x) if isinstance(x, tuple) else 1)
-        return real_put(x, *args, **kwargs)
-
-    monkeypatch.setattr(jax, "device_put", recording_put)
-    batch = problems.generate("planar-box", 12, seed=3)
-    scenes = SceneBatch(*(batch.payload[k] for k in ("W", "need", "limit_B", "limit_fmax")))
-    checks = check_batch(scenes, solvers.get("linrax-hold", dtype="float32", device="cpu"))
-    assert (checks.verdict == "supported").any()  # so the exits ran
-    assert len(calls) == 2 and sum(calls) == 6 + 11, calls
-    calls.clear()
-    arrays = (np.arange(6.0).reshape(2, 3), np.array([1.5, -2.0]), np.arange(4).reshape(2, 2))
-    placed = put_host(arrays, ("float32", np.int32, np.int32), jax.devices("cpu")[0])  # (JAX's default: no float64)
-    assert calls == [3]
-    for a, p, dt in zip(arrays, placed, (np.float32, np.int32, np.int32)):
-        assert p.dtype == dt
-        np.testing.assert_array_equal(np.asarray(p), np.asarray(a, dt))
-    with pytest.raises(ValueError, match="dtypes"):
-        put_host(arrays, ("float32", np.int32), jax.devices("cpu")[0])
-
-
-def test_lean_exits_wait_once_for_their_scenes_and_exits(monkeypatch):
-    """linrax-hold's lean exits hand their scenes' factorisations (``one_exit_scene``) to
-    the exits' call as dispatched, and wait once, for the exits (two waits before: the
-    scenes' call blocked before the exits' was dispatched); the answers are those of a
-    run that waits for both."""
-    _jax_ready("linrax-hold")
-    import jax
-
-    from bench.hold import default_axes, prepare_exits, prepare_lp1
-    from bench.engine.verify import verify_lp1
-    from problems.hold import SceneBatch
-
-    batch = problems.generate("planar-box", 40, seed=5, disk=True)
-    scenes = SceneBatch(*(batch.payload[k] for k in ("W", "need", "limit_B", "limit_fmax")))
-    adapter = solvers.get("linrax-hold", dtype="float32", device="cpu")
-    lp1, ready = prepare_lp1(adapter, scenes)
-    raw = ready.run()
-    held = np.flatnonzero(verify_lp1(lp1, ready.finish(raw))["verdict"].to_numpy() == "supported")
-    assert len(held) >= 4
-    _, prepared = prepare_exits(adapter, scenes, held, raw, default_axes(scenes.d))
-    adapter.run(prepared)  # compiled
-    waits, real_wait = [], jax.block_until_ready
-
-    def counting_wait(x):
-        waits.append(1)
-        return real_wait(x)
-
-    monkeypatch.setattr(jax, "block_until_ready", counting_wait)
-    out = adapter.run(prepared)
-    assert len(waits) == 1, waits
-    assert (np.asarray(out[3]) == 3).all()  # every exit warm and optimal: the one wait is the answer's
-    monkeypatch.setattr(jax, "block_until_ready", real_wait)
-    waited = adapter.chunked(lambda *a: a, (np.arange(3.0),), 0)
-    assert np.asarray(waited[0]).tolist() == [0.0, 1.0, 2.0]
-    for got, again in zip(out, adapter.run(prepared)):
-        np.testing.assert_array_equal(np.asarray(got), np.asarray(again))
-
-
 @pytest.mark.parametrize("family", ["planar-box", "cube-3d"])
 def test_the_hold_verifiers_make_one_frame_of_the_checks_columns(family):
     """``verify_lp1`` and ``verify_exit`` build one frame from the checks' columns
@@ -862,29 +660,6 @@ def test_the_hold_verifiers_make_one_frame_of_the_checks_columns(family):
             head = got[["verdict", "t", "exit"]]
         assert set(got["verdict"]) - {"supported", "verified"}  # the wrong answers were judged so
         pd.testing.assert_frame_equal(got, pd.concat([head, *parts], axis=1), check_exact=True)
-
-
-@pytest.mark.parametrize("spec, family", [("altproj", "quadruped[kind=socp]"), ("exact-planar[backend=jax]", "planar-box"),
-                                          ("linrax", "planar-box")])
-def test_a_jax_adapters_timed_run_places_no_host_array(spec, family, monkeypatch):
-    """Every host array a JAX adapter solves from is placed on its device in ``prepare``
-    (``solvers._jax.put_host``), none in the timed ``run``: altproj placed the cones' ``mu``
-    inside ``run``, so its solve times held a host-to-device transfer."""
-    name = spec.split("[")[0]
-    _jax_ready(name)
-    import jax
-
-    adapter = solvers.from_spec(spec) if "[" in spec else solvers.get(spec, dtype="float32")
-    batch = problems.generate(problems.FamilySpec.parse(family), 16, 0)
-    prepared = adapter.prepare(check_standard_form(*batch.arrays(), **batch.extra(), batched=True))
-    adapter.run(prepared)  # compiled before the watch
-
-    def refused(*args, **kwargs):
-        raise AssertionError("device_put inside run")
-
-    monkeypatch.setattr(jax, "device_put", refused)
-    solution = adapter.finish(adapter.run(prepared), prepared)
-    assert len(solution.x) == len(batch) and np.isfinite(solution.x).any()
 
 
 @given(st.integers(0, 1 << 40))

@@ -12,37 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TESTS_DIR
-
-PLUGINS = {"CONTACTBENCH_PLUGINS": "fake_adapters",
-           "PYTHONPATH": os.pathsep.join(p for p in [str(TESTS_DIR), os.environ.get("PYTHONPATH", "")] if p)}
-
-
-def cb(*args, cwd, env=None, timeout=300, check=None):
-    """Run the real ``contactbench`` CLI in a fresh process; returns the CompletedProcess."""
-    full_env = {**os.environ, **PLUGINS, **(env or {})}
-    out = subprocess.run([sys.executable, "-m", "bench.cli", *map(str, args)], cwd=cwd, env=full_env,
-                         capture_output=True, text=True, timeout=timeout)
-    if check is not None:
-        assert out.returncode == check, out.stdout + out.stderr
-    return out
-
-
-def small_run(tmp_path, run_id="r", solvers=("highs", "scipy-highs")):
-    args = ["run", "-f", "planar-box", "--n", "4", "--repeats", "1", "--out", tmp_path / "runs", "--run-id", run_id]
-    for s in solvers:
-        args += ["-s", s]
-    cb(*args, cwd=tmp_path, check=0)
-    return tmp_path / "runs" / run_id
-
-
-def tree(path: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
-
-
-def leftovers(path: Path) -> list[str]:
-    return [str(p) for p in path.rglob("*") if p.name.endswith(".tmp") or ".tmp" in p.name or p.name.endswith(".old")]
-
+from helpers import PLUGINS, cb, leftovers, small_run, tree
 
 # ------------------------------------------------------------------ publish / report --out
 
@@ -271,29 +241,6 @@ def test_bad_arguments_exit_2_before_anything_is_created(earlier_run, args, name
 
 
 # ------------------------------------------------------------------ full and read-only disks
-
-def _mount_tmpfs(path: Path, options: str) -> bool:
-    path.mkdir(parents=True, exist_ok=True)
-    ok = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)],
-                        capture_output=True).returncode == 0
-    return ok
-
-
-@pytest.fixture
-def tmpfs(tmp_path):
-    mounted = []
-
-    def mount(name: str, options: str) -> Path:
-        path = tmp_path / name
-        if not _mount_tmpfs(path, options):
-            pytest.skip("this machine does not let the tests mount a tmpfs (needs root or CAP_SYS_ADMIN)")
-        mounted.append(path)
-        return path
-
-    yield mount
-    for path in mounted:
-        subprocess.run(["umount", "-l", str(path)], capture_output=True)
-
 
 def test_read_only_out_exits_2_with_a_message(tmp_path, tmpfs):
     ro = tmpfs("ro", "ro,size=1m")

@@ -4,14 +4,25 @@ runs, and outputs that must not be overwritten."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import solvers
+from helpers import PLUGINS, cb, leftovers, small_run, tree
 from solvers import ProblemError, SolverSpec
 
 
-# ------------------------------------------------------------------ 19: option ranges
+# ------------------------------------------------------------------ option ranges
 @pytest.mark.parametrize("spec, words", [
     ("piqp[max_iter=-1]", "setting 'max_iter': expected an integer >= 1, got '-1'"),
     ("daqp[iter_limit=-5]", "setting 'iter_limit': expected an integer >= 1"),
@@ -45,7 +56,7 @@ def test_every_numeric_option_of_every_adapter_declares_its_range():
     assert undeclared == []
 
 
-# ------------------------------------------------------------------ 20: every direct solve ends
+# ------------------------------------------------------------------ every direct solve ends
 def test_mpax_direct_solve_of_an_unbounded_lp_ends():
     if solvers.available().get("mpax"):
         pytest.skip(solvers.available()["mpax"])
@@ -58,7 +69,7 @@ def test_mpax_direct_solve_of_an_unbounded_lp_ends():
     assert 0 < sol.iterations <= DEFAULT_MAX_ITER + 1000  # (it checks its limit between restarts)
 
 
-# ------------------------------------------------------------------ 1: an adapter cannot change what it is judged on
+# ------------------------------------------------------------------ an adapter cannot change what it is judged on
 @pytest.mark.parametrize("how, words", [
     ("inplace", "read-only"),                 # the arrays it gets are read-only
     ("unlock", "WRITEABLE"),                  # they cannot be made writeable again (read-only views)
@@ -89,7 +100,7 @@ def test_an_adapter_that_changes_its_input_is_judged_on_the_original(tmp_path, f
         assert (fair.loc[fair["outcome"] == "correct", "kind"] == "exit").all()  # only real certificates
 
 
-# ------------------------------------------------------------------ 2: unbounded plain LPs
+# ------------------------------------------------------------------ unbounded plain LPs
 def _unbounded_folder(folder):
     """The issue's four LPs: c = -k * ones(3), 0 @ x <= 1, x_0 free: unbounded below."""
     folder.mkdir()
@@ -139,7 +150,7 @@ def test_highs_ray_verifies_where_highs_has_one():
     assert not ray_check(flipped, sol.extras["ray"], problems.kinds.checks.DEFAULT_TOLERANCES)["ray_ok"].any()
 
 
-# ------------------------------------------------------------------ 3: a case is named by its content
+# ------------------------------------------------------------------ a case is named by its content
 def test_files_cases_count_once_across_seeds(tmp_path):
     """The files family ignores --seed: three seeds are one set of 16 cases, not 48."""
     from bench.reporting import report
@@ -156,17 +167,7 @@ def test_files_cases_count_once_across_seeds(tmp_path):
 
 
 # ------------------------------------------------------------------ real processes: the CLI
-import contextlib  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import re  # noqa: E402
-import signal  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
-from test_faults import PLUGINS, cb, leftovers, small_run, tmpfs, tree  # noqa: E402,F401
 
 
 def _nothing_created(out: Path) -> bool:
@@ -409,7 +410,7 @@ def test_a_folder_of_the_users_files_is_never_replaced(tmp_path, command):
 
 
 @pytest.mark.parametrize("command", ["publish", "report"])
-def test_a_read_only_or_full_out_exits_1_with_a_message(tmp_path, tmpfs, command):  # noqa: F811 (the fixture)
+def test_a_read_only_or_full_out_exits_1_with_a_message(tmp_path, tmpfs, command):
     run = small_run(tmp_path, "r", ("highs",))
     for name, options in (("ro", "ro,size=1m"), ("full", "size=64k")):
         where = tmpfs(f"{command}-{name}", options)
@@ -443,7 +444,7 @@ def test_pages_of_families_whose_labels_differ_by_case_are_both_written(tmp_path
     assert len(set(n.lower() for n in publish.page_names(["a/Good", "a/good", "a-good"]).values())) == 3
 
 
-# ------------------------------------------------------------------ 14: README's code runs as written
+# ------------------------------------------------------------------ README's code runs as written
 def readme_python_blocks() -> list[str]:
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     return [part.split("```", 1)[0] for part in text.split("```python\n")[1:]]
@@ -543,7 +544,7 @@ def test_api_misuse_raises_problem_error_naming_the_argument(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-# ------------------------------------------------------------------ 10: a cell file missing columns
+# ------------------------------------------------------------------ a cell file missing columns
 def test_a_cell_file_missing_columns_is_skipped_or_completed_never_a_traceback(tmp_path):
     import pyarrow.parquet as pq
 

@@ -79,46 +79,10 @@ def test_the_exit_cap_of_the_problem_fixes_more_exit_lps_than_it_breaks():
     assert "false_accept" not in set(capped)
 
 
-def _loop_iterations(monkeypatch, batch, **settings):
-    """``[(body name, most iterations any LP of batch took in it)]`` for each while loop
-    linrax-hold runs on ``batch`` (one piece): what ``vmap`` makes a batch pay, as every
-    loop runs until its slowest LP is done. Counted by wrapping ``jax.lax.while_loop`` while
-    a fresh adapter traces (nothing is reused from an earlier trace)."""
-    import jax
-
-    counts = []
-    original = jax.lax.while_loop
-
-    def counted(cond, body, init):
-        seen = []
-        counts.append((body.__name__, seen))
-        state, n = original(lambda s: cond(s[0]), lambda s: (body(s[0]), s[1] + 1), (init, jax.numpy.int32(0)))
-        jax.debug.callback(lambda v: seen.append(int(np.max(v))), n)
-        return state
-
-    monkeypatch.setattr(jax.lax, "while_loop", counted)
-    solvers.get("linrax-hold", dtype="float32", chunk=0, **settings).solve_batch(*batch.arrays())
-    monkeypatch.undo()
-    return [(name, max(seen)) for name, seen in counts if seen]
-
-
-def test_dantzig_makes_the_slowest_lp_of_a_batch_pivot_less(monkeypatch):
-    """``dantzig`` earns its place by pivots: summed over every loop, the slowest LPs of a 3D
-    exit batch must pivot clearly less with it (198 against 287 where this was written; a rule
-    that changed nothing gives the same count and fails)."""
-    batch = problems.generate("cube-3d", 16, 0, kind="exit")
-    with_rule = sum(n for _, n in _loop_iterations(monkeypatch, batch))
-    without = sum(n for _, n in _loop_iterations(monkeypatch, batch, dantzig=False))
-    assert with_rule < 0.8 * without, (with_rule, without)
-
-
-def test_reinversion_rounds_stop_once_a_round_changes_nothing(monkeypatch):
-    """On planar exits no reinversion round changes a basis, so each batch runs one round
-    of the two asked for (the second would repeat the first exactly), and asking for one
-    gives the same answers, bit for bit."""
+def test_reinversion_rounds_stop_once_a_round_changes_nothing():
+    """On planar exits no reinversion round changes a basis, so the second of the two asked
+    for would repeat the first exactly: asking for one gives the same answers, bit for bit."""
     batch = problems.generate("planar-box", 16, 0, kind="exit")
-    rounds = [n for name, n in _loop_iterations(monkeypatch, batch) if name == "reinversion"]
-    assert rounds == [1, 1]  # the warm exits' rounds and the cold solves' rounds
     two = solvers.get("linrax-hold", dtype="float32", chunk=0).solve_batch(*batch.arrays())
     one = solvers.get("linrax-hold", dtype="float32", chunk=0, reinversions=1).solve_batch(*batch.arrays())
     np.testing.assert_array_equal(two.x, one.x)

@@ -15,7 +15,7 @@ import pytest
 import solvers
 from solvers import ProblemError, ProblemTraits, check_standard_form
 
-from test_faults import cb
+from helpers import cb
 
 
 def _lp_folder(path, lower=-1.0, n_files=8):

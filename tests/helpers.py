@@ -1,0 +1,38 @@
+"""Helpers the test modules share: the real CLI in a fresh process, a small run, a folder's
+files, leftover temporary files."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import TESTS_DIR
+
+PLUGINS = {"CONTACTBENCH_PLUGINS": "fake_adapters",
+           "PYTHONPATH": os.pathsep.join(p for p in [str(TESTS_DIR), os.environ.get("PYTHONPATH", "")] if p)}
+
+
+def cb(*args, cwd, env=None, timeout=300, check=None):
+    """Run the real ``contactbench`` CLI in a fresh process; returns the CompletedProcess."""
+    full_env = {**os.environ, **PLUGINS, **(env or {})}
+    out = subprocess.run([sys.executable, "-m", "bench.cli", *map(str, args)], cwd=cwd, env=full_env,
+                         capture_output=True, text=True, timeout=timeout)
+    if check is not None:
+        assert out.returncode == check, out.stdout + out.stderr
+    return out
+
+
+def small_run(tmp_path, run_id="r", solvers=("highs", "scipy-highs")):
+    args = ["run", "-f", "planar-box", "--n", "4", "--repeats", "1", "--out", tmp_path / "runs", "--run-id", run_id]
+    for s in solvers:
+        args += ["-s", s]
+    cb(*args, cwd=tmp_path, check=0)
+    return tmp_path / "runs" / run_id
+
+
+def tree(path: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def leftovers(path: Path) -> list[str]:
+    return [str(p) for p in path.rglob("*") if p.name.endswith(".tmp") or ".tmp" in p.name or p.name.endswith(".old")]
