@@ -25,6 +25,7 @@ from solvers import BenchError, ProblemError
 from solvers.timing import check_repeats
 
 from bench.engine import grid, rundir
+from bench.options import comma_list
 from bench.engine.run import Run, cell_title, execute
 from bench.engine.states import FINISHED, NOT_RUN, CellState, RunState
 from bench.reporting import report
@@ -102,10 +103,6 @@ def _command_line(ctx: typer.Context) -> str:
         elif value is not None:
             parts += [flag, str(value)]
     return shlex.join(parts)
-
-
-def _split(values: list[str] | None) -> list[str]:
-    return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
 
 
 @app.command("list")
@@ -187,7 +184,7 @@ def run(
     """
     try:
         check_run_id(run_id)
-        values = {"family": family, "solver": solver, "n": _split(n), "dtype": _split(dtype), "device": device,
+        values = {"family": family, "solver": solver, "n": comma_list(n), "dtype": comma_list(dtype), "device": device,
                   "seed": seed, "repeats": repeats, "timeout": timeout, "preset": preset}
         chosen = _grid_options(ctx, config, values)
         cells, skipped, timeout = _plan(values, chosen)
@@ -268,8 +265,8 @@ def _resumed_grid(ctx: typer.Context, out: Path, run_id: Optional[str], cells: l
     name that same grid (``ProblemError`` naming them otherwise); ``--timeout`` may change,
     else the recorded one."""
     defaults = {p.name: p.default for p in ctx.command.params}
-    base = {"family": defaults["family"] or [], "solver": defaults["solver"] or [], "n": _split(defaults["n"]),
-            "dtype": _split(defaults["dtype"]), "device": defaults["device"], "seed": defaults["seed"],
+    base = {"family": defaults["family"] or [], "solver": defaults["solver"] or [], "n": comma_list(defaults["n"]),
+            "dtype": comma_list(defaults["dtype"]), "device": defaults["device"], "seed": defaults["seed"],
             "repeats": defaults["repeats"], "timeout": None, "preset": defaults["preset"]}
     run = Run.open(out, run_id, resume=True)
     recorded = run.recorded(lambda options: _plan(base, options)[:2])
@@ -814,7 +811,7 @@ def check_adapter(
     reason = solvers.available()[name]
     if reason:
         _fail(f"adapter {name!r} is not available: {reason}")
-    dtypes = _split(dtype) or None
+    dtypes = comma_list(dtype) or None
     for dt in dtypes or []:
         if why := registry[name].CAPABILITIES.accepts(None, dtype=dt):
             _fail(f"--dtype: {name} {why}, got {dt!r}")
@@ -826,7 +823,7 @@ def check_adapter(
         try:
             rows = conformance.run_adapter_supervised(
                 name, dtypes, timeout, on_check=lambda dt, c: status.update(f"checking {name} {dt}: {c} ..."),
-                checks=_split(check) or None)
+                checks=comma_list(check) or None)
         except BenchError as exc:
             _fail(str(exc).replace("checks:", "--check:", 1))
     table = Table(title=f"conformance of {name}")

@@ -47,9 +47,9 @@ def test_a_release_that_does_not_import_is_named_with_the_reason(tmp_path):
     assert "this release is broken on purpose" in record["error"]
 
 
-def test_an_unknown_package_is_refused():
-    with pytest.raises(SystemExit):
-        versions.main(["nosuchsolver", "1.0"])
+def test_an_unknown_package_is_refused(capsys):
+    assert versions.main(["nosuchsolver", "1.0"]) == 2
+    assert "PACKAGE" in capsys.readouterr().err
 
 
 @pytest.mark.needs("highs")

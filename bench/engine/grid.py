@@ -20,6 +20,8 @@ from problems import FamilySpec
 from solvers import ProblemError, ProblemTraits, SolverSpec
 from solvers.timing import check_repeats
 
+from bench.options import comma_list
+
 DTYPES = ("float32", "float64")
 DEVICES = ("cpu", "gpu")
 
@@ -133,7 +135,7 @@ def sizes_of(values: list[str | int]) -> list[int]:
     ``ProblemError`` naming ``n`` unless each is an integer >= 1."""
     out = []
     for value in values:
-        for part in (str(value).split(",") if isinstance(value, str) else [value]):
+        for part in (comma_list(value) if isinstance(value, str) else [value]):
             try:
                 size = int(str(part).strip())
             except ValueError:

@@ -26,14 +26,16 @@ they start several JAX processes on the one GPU.
 
 from __future__ import annotations
 
-import argparse
-import math
 import os
 import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import typer
+
+from bench import options
 
 #: the batched JAX adapters the scaling step runs (the grid skips what a family cannot take)
 ADAPTERS = ("linrax", "linrax-hold", "qpax", "mpax", "altproj", "exact-planar[jax]")
@@ -108,66 +110,78 @@ def gpu_name() -> str | None:
     return str(gpus[0].device_kind) if gpus else None
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.studies.gpu_check", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path("results/gpu-check"), help="output folder")
-    parser.add_argument("--budget", type=float, default=480.0, help="seconds for all steps (default 480)")
-    parser.add_argument("--device", choices=("gpu", "cpu"), default="gpu", help="gpu, or cpu for a dry run")
-    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="scaling sizes, comma-separated")
-    parser.add_argument("--cell-timeout", type=float, default=60.0, help="seconds per cell (default 60)")
-    parser.add_argument("--workers", type=int, default=min(8, os.cpu_count() or 1),
-                        help="Dask workers (references in parallel; GPU cells run one at a time)")
-    args = parser.parse_args(argv)
-    try:
-        sizes = tuple(int(v) for v in args.sizes.split(",") if v.strip())
-    except ValueError:
-        parser.error(f"--sizes: expected integers like 256,4096, got {args.sizes!r}")
-    if not sizes or min(sizes) < 1 or args.workers < 1 or not all(
-            math.isfinite(v) and v > 0 for v in (args.budget, args.cell_timeout)):
-        parser.error("--sizes: integers >= 1; --budget, --cell-timeout: finite numbers of seconds > 0; --workers: >= 1")
+app = typer.Typer(add_completion=False)
+
+
+@app.command()
+def study(out: Path = typer.Option(Path("results/gpu-check"), help="output folder"),
+          budget: float = typer.Option(480.0, help="seconds for all steps"),
+          device: str = typer.Option("gpu", help="gpu, or cpu for a dry run"),
+          sizes: str = typer.Option(",".join(map(str, SIZES)), help="scaling sizes, comma-separated"),
+          cell_timeout: float = typer.Option(60.0, "--cell-timeout", help="seconds per cell"),
+          workers: int = typer.Option(min(8, os.cpu_count() or 1), min=1,
+                                      help="Dask workers (references in parallel; GPU cells run one at a time)")) -> int:
+    """Seed 002's device table, the harness overhead at 65,536 and a scaling run on one GPU, each step bounded."""
     from solvers.errors import ProblemError
 
+    from bench.engine.grid import check_timeout
     from bench.engine.rundir import OUTPUT_MARKER, check_output_dir
 
+    if device not in ("gpu", "cpu"):
+        raise typer.BadParameter(f"expected gpu or cpu, got {device!r}", param_hint="--device")
+    scaling = tuple(options.comma_ints(sizes, "--sizes"))
     try:
-        check_output_dir(args.out)
+        check_timeout(budget, "--budget", required=True)
+        check_timeout(cell_timeout, "--cell-timeout", required=True)
+        check_output_dir(out)
     except ProblemError as exc:
-        parser.error(str(exc))
+        raise typer.BadParameter(str(exc)) from None
     gpu = gpu_name()
-    if args.device == "gpu" and gpu is None:
+    if device == "gpu" and gpu is None:
         print("gpu-check: JAX sees no GPU here (jax.devices('gpu') is empty); nothing measured. "
               "JAX finds a GPU through its CUDA plug-in: pip install 'contactbench[gpu]' (make gpu-check "
               "installs it). For a dry run of the steps: python -m bench.studies.gpu_check --device cpu --sizes 64",
               file=sys.stderr)
         return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / OUTPUT_MARKER).write_text("written by contactbench gpu-check; this folder is written over on the next check\n")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / OUTPUT_MARKER).write_text("written by contactbench gpu-check; this folder is written over on the next check\n")
+    return _run_steps(out, device, scaling, budget, cell_timeout, workers, gpu)
+
+
+def _run_steps(out: Path, device: str, sizes: tuple[int, ...], budget: float, cell_timeout: float, workers: int,
+               gpu: str | None) -> int:
+    """Run every step within its share of ``budget``, write ``summary.md``; 1 when a step failed or none finished."""
     import jax
+
+    from bench.engine.execute import worker_gpu_env
 
     lines = ["# gpu-check", "", f"- host: {platform.node()}, {os.cpu_count()} CPU cores",
              f"- GPU: {gpu or 'none (dry run on the CPU)'}", f"- jax {jax.__version__}, Python {platform.python_version()}",
-             f"- budget {args.budget:g} s, cell timeout {args.cell_timeout:g} s, sizes {list(sizes)}", "",
+             f"- budget {budget:g} s, cell timeout {cell_timeout:g} s, sizes {list(sizes)}", "",
              "| step | state | seconds | output |", "|---|---|---|---|"]
-    from bench.engine.execute import worker_gpu_env
-
     env = {**os.environ, **worker_gpu_env()}
     unspent = 0.0
     states = []
-    for name, output, commands in steps(args.out, args.device, sizes, args.cell_timeout, args.workers):
-        allowed = SHARES[name] * args.budget + unspent
+    for name, output, commands in steps(out, device, sizes, cell_timeout, workers):
+        allowed = SHARES[name] * budget + unspent
         print(f"gpu-check: {name} (at most {allowed:.0f} s) ...", flush=True)
-        state, seconds = run_step(commands, args.out / output, allowed, env)
+        state, seconds = run_step(commands, out / output, allowed, env)
         unspent = max(allowed - seconds, 0.0)
         states.append(state)
-        print(f"gpu-check: {name} {state} in {seconds:.0f} s -> {args.out / output}", flush=True)
+        print(f"gpu-check: {name} {state} in {seconds:.0f} s -> {out / output}", flush=True)
         lines.append(f"| {name} | {state} | {seconds:.0f} | {output} |")
-    (args.out / "summary.md").write_text("\n".join(lines) + "\n")
+    (out / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     failed = [state for state in states if state.startswith("failed")]
     if failed or "done" not in states:
         print(f"gpu-check: {len(failed)} of {len(states)} steps failed, {states.count('done')} done", file=sys.stderr)
         return 1
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.studies.gpu_check [--out DIR] [--budget S] [--device gpu|cpu] [--sizes ...]``."""
+    return options.run(app, argv, "python -m bench.studies.gpu_check")
 
 
 if __name__ == "__main__":

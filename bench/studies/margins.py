@@ -36,14 +36,16 @@ in a fresh worker; one that does not finish within ``--timeout`` is a row with i
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import pandas as pd
+import typer
 
+from bench import options
 from bench.studies import seed002
 
 CASES_PER_REPORT = 256
@@ -202,37 +204,49 @@ def device_margins(seed: int = 0, repeats: int = 5, scale: float = 1.0, devices:
     return pd.concat(frames, ignore_index=True).assign(family=lambda t: t["set"])
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.studies.margins", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--solver", default="linrax-hold", help="solver spec (default linrax-hold)")
-    parser.add_argument("--dtype", default="float32", choices=("float32", "float64"))
-    parser.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
-    parser.add_argument("--rounds", type=int, default=7, help="timed rounds per run (median; default 7)")
-    parser.add_argument("--scale", type=float, default=1.0,
-                        help="shrink each set to this share of its scenes (at least 8; default 1)")
-    parser.add_argument("--sets", nargs="*", default=None, metavar="LABEL",
-                        help="the reproduction sets to run (default all): "
-                             + ", ".join(s[0] for s in seed002.REPRODUCTION_SETS))
-    parser.add_argument("--out", type=Path, default=None, help="also write the table as CSV here")
-    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per set (default 900)")
-    args = parser.parse_args(argv)
-    if args.rounds < 1:
-        parser.error(f"--rounds: expected an integer >= 1, got {args.rounds}")
-    if not args.timeout > 0:
-        parser.error(f"--timeout: expected seconds > 0, got {args.timeout}")
-    if not 0 < args.scale <= 1:
-        parser.error(f"--scale: expected a number in (0, 1], got {args.scale}")
+app = typer.Typer(add_completion=False)
+
+
+@app.command()
+def study(solver: str = typer.Option("linrax-hold", help="solver spec"),
+          dtype: str = typer.Option("float32", help="float32 or float64"),
+          device: str = typer.Option("cpu", help="cpu or gpu"),
+          rounds: int = typer.Option(7, help="timed rounds per run (median)"),
+          scale: float = typer.Option(1.0, help="shrink each set to this share of its scenes (at least 8)"),
+          sets: Optional[list[str]] = typer.Option(None, "--sets", help="the reproduction sets to run (default all): "
+                                                   + ", ".join(s[0] for s in seed002.REPRODUCTION_SETS)),
+          out: Optional[Path] = typer.Option(None, help="also write the table as CSV here"),
+          timeout: float = typer.Option(900.0, help="seconds per set")) -> int:
+    """Seed 002's LP with margins against LP-1, per reproduction set."""
+    from solvers.errors import ProblemError
+
+    from bench.engine.grid import check_timeout
+
+    options.at_least(rounds, 1, "--rounds")
+    options.share(scale, "--scale")
+    try:
+        check_timeout(timeout, "--timeout", required=True)
+    except ProblemError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    for option, value, allowed in (("--dtype", dtype, ("float32", "float64")), ("--device", device, ("cpu", "gpu"))):
+        if value not in allowed:
+            raise typer.BadParameter(f"expected one of {list(allowed)}, got {value!r}", param_hint=option)
     known = [s[0] for s in seed002.REPRODUCTION_SETS]
-    unknown = [s for s in args.sets or () if s not in known]
+    unknown = [s for s in sets or () if s not in known]
     if unknown:
-        parser.error(f"--sets: unknown set(s) {unknown}; expected some of {known}")
-    sets = [s for s in seed002.REPRODUCTION_SETS if not args.sets or s[0] in args.sets]
-    table = measure_sets(sets, args.solver, args.dtype, args.device, args.rounds, args.scale, args.timeout)
+        raise typer.BadParameter(f"unknown set(s) {unknown}; expected some of {known}", param_hint="--sets")
+    chosen = [s for s in seed002.REPRODUCTION_SETS if not sets or s[0] in sets]
+    table = measure_sets(chosen, solver, dtype, device, rounds, scale, timeout)
     print(table.to_markdown(index=False, floatfmt=".2f"))
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.out, index=False)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(out, index=False)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.studies.margins [--solver S] [--rounds 7] [--scale 1] [--sets LABEL ...] [--out CSV]``."""
+    return options.run(app, argv, "python -m bench.studies.margins")
 
 
 if __name__ == "__main__":

@@ -10,10 +10,13 @@ difference: the scheduler round trip, task and result transfer, and the client's
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from pathlib import Path
+
+import typer
+
+from bench import options
 
 
 def _core_ms(cells, cache: Path, folder: Path) -> float:
@@ -52,24 +55,29 @@ def _engine_ms(cells, cache: Path, folder: Path) -> float:
         return (time.perf_counter() - t0) / (len(cells) - 1) * 1e3
 
 
-def main(argv: list[str] | None = None) -> None:
+app = typer.Typer(add_completion=False)
+
+
+@app.command()
+def study(cells: int = typer.Option(40, min=2, help="cells per measurement"),
+          reps: int = typer.Option(3, min=1, help="measurements of each, interleaved")) -> None:
+    """The Dask engine's own overhead per cell, against the cell computation alone."""
     from bench.engine import grid
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cells", type=int, default=40, help="cells per measurement (>= 2)")
-    parser.add_argument("--reps", type=int, default=3, help="measurements of each, interleaved")
-    args = parser.parse_args(argv)
-    if args.cells < 2 or args.reps < 1:
-        parser.error("--cells: expected >= 2, --reps: expected >= 1")
-    cells, _ = grid.expand(["planar-box"], ["highs"], ["float64"], ["cpu"], list(range(4, 4 + args.cells)), 0, 1)
-    for rep in range(args.reps):
+    grid_cells, _ = grid.expand(["planar-box"], ["highs"], ["float64"], ["cpu"], list(range(4, 4 + cells)), 0, 1)
+    for rep in range(reps):
         with tempfile.TemporaryDirectory(prefix="contactbench-engine-") as tmp:
             folder = Path(tmp)
-            engine = _engine_ms(cells, folder / "cache", folder)
-            core = _core_ms(cells, folder / "cache", folder)
+            engine = _engine_ms(grid_cells, folder / "cache", folder)
+            core = _core_ms(grid_cells, folder / "cache", folder)
         print(f"rep {rep}: core {core:.1f} ms/cell, Dask engine {engine:.1f} ms/cell, "
               f"overhead {engine - core:.1f} ms/cell", flush=True)
 
 
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.studies.measure_engine [--cells 40] [--reps 3]``."""
+    return options.run(app, argv, "python -m bench.studies.measure_engine")
+
+
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

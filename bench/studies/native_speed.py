@@ -12,12 +12,15 @@ ratio is above ``--limit`` (1.15 by default) and the adapter's module does not s
 
 from __future__ import annotations
 
-import argparse
 import time
+from typing import Optional
 
 import numpy as np
+import typer
 
 from solvers import _forms
+
+from bench import options
 
 #: solver -> (per-case argument builder, bare call); both see one case as a StandardForm
 BIG = 1e20
@@ -226,41 +229,48 @@ def measure(solver: str, family: str, n: int, rounds: int) -> tuple[float, float
     return float(np.median(adapter_s)), float(np.median(bare_s))
 
 
-def main(argv: list[str] | None = None) -> int:
+app = typer.Typer(add_completion=False)
+
+
+@app.command()
+def study(rounds: int = typer.Option(7, help="interleaved rounds (median taken)"),
+          solver: Optional[list[str]] = typer.Option(None, "--solver", help="solvers to measure (default: all)"),
+          limit: float = typer.Option(1.15, help="largest acceptable adapter / bare ratio"),
+          check: bool = typer.Option(False, "--check", help="exit 1 when a ratio exceeds --limit unexplained"),
+          scale: float = typer.Option(1.0, help="fraction of the batch sizes")) -> int:
+    """Loop adapters against their bare solvers: end-to-end microseconds per case, and the ratio."""
     import solvers
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median taken)")
-    parser.add_argument("--solver", action="append", help=f"solvers to measure (default: {sorted(BARE)})")
-    parser.add_argument("--limit", type=float, default=1.15, help="largest acceptable adapter / bare ratio")
-    parser.add_argument("--check", action="store_true", help="exit 1 when a ratio exceeds --limit unexplained")
-    parser.add_argument("--scale", type=float, default=1.0, help="fraction of the batch sizes (tests: small)")
-    args = parser.parse_args(argv)
-    if args.rounds < 1 or not 0 < args.scale <= 1:
-        parser.error("--rounds: expected >= 1; --scale: expected a number in (0, 1]")
-    names = args.solver or sorted(BARE)
+    options.at_least(rounds, 1, "--rounds")
+    options.share(scale, "--scale")
+    names = options.comma_list(solver) or sorted(BARE)
     unknown = [s for s in names if s not in BARE]
     if unknown:
-        parser.error(f"--solver: expected some of {sorted(BARE)}, got {unknown}")
+        raise typer.BadParameter(f"expected some of {sorted(BARE)}, got {unknown}", param_hint="--solver")
     available = solvers.available()
     over = []
     print(f"{'solver':<10} {'problem':<20} {'adapter us/case':>16} {'bare us/case':>13} {'ratio':>6}")
-    for solver in names:
-        if available.get(solver):
-            print(f"{solver:<10} skipped: {available[solver]}")
+    for name in names:
+        if available.get(name):
+            print(f"{name:<10} skipped: {available[name]}")
             continue
-        for family, n in PROBLEMS[solver].items():
-            n = max(4, int(n * args.scale))
-            adapter_s, bare_s = measure(solver, family, n, args.rounds)
+        for family, n in PROBLEMS[name].items():
+            n = max(4, int(n * scale))
+            adapter_s, bare_s = measure(name, family, n, rounds)
             ratio = adapter_s / bare_s
-            print(f"{solver:<10} {family:<20} {adapter_s / n * 1e6:>16.1f} {bare_s / n * 1e6:>13.1f} {ratio:>6.2f}",
+            print(f"{name:<10} {family:<20} {adapter_s / n * 1e6:>16.1f} {bare_s / n * 1e6:>13.1f} {ratio:>6.2f}",
                   flush=True)
-            note = getattr(solvers.adapter_class(solver), "NATIVE_SPEED_NOTE", "")
-            if ratio > args.limit and not note:
-                over.append(f"{solver} on {family}: {ratio:.2f}")
+            note = getattr(solvers.adapter_class(name), "NATIVE_SPEED_NOTE", "")
+            if ratio > limit and not note:
+                over.append(f"{name} on {family}: {ratio:.2f}")
     if over:
-        print(f"above {args.limit}: " + "; ".join(over))
-    return 1 if (args.check and over) else 0
+        print(f"above {limit}: " + "; ".join(over))
+    return 1 if (check and over) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.studies.native_speed [--rounds 7] [--solver NAME ...] [--check]``."""
+    return options.run(app, argv, "python -m bench.studies.native_speed")
 
 
 if __name__ == "__main__":

@@ -21,14 +21,20 @@ for linrax; harness <= 10 % of run for linrax, linrax-hold and qpax).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import pandas as pd
+import typer
+
+from solvers.errors import ProblemError
+
+from bench import options
+from bench.engine.grid import check_timeout
 
 ADAPTERS = ("linrax", "linrax-hold", "qpax")
 SIZES = (4096, 65536)
@@ -198,36 +204,36 @@ def _figures_line(figures: dict[str, float]) -> str:
     return "(ms: " + ", ".join(shown) + ")" if shown else ""
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Console entry: ``python -m bench.studies.overhead [--sizes 4096,65536] [--rounds 5] [--adapters ...]``."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="batch sizes (scenes), comma-separated")
-    parser.add_argument("--rounds", type=int, default=5, help="timed rounds per configuration")
-    parser.add_argument("--adapters", default=",".join(ADAPTERS), help="JAX adapter specs, comma-separated")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per configuration (default 600)")
-    parser.add_argument("--devices", default=None,
-                        help="devices in the order measured, comma-separated (cpu, gpu; default: cpu, and gpu "
-                             "where JAX sees one)")
-    args = parser.parse_args(argv)
+app = typer.Typer(add_completion=False)
+
+
+@app.command()
+def study(sizes: str = typer.Option(",".join(map(str, SIZES)), help="batch sizes (scenes), comma-separated"),
+          rounds: int = typer.Option(5, help="timed rounds per configuration"),
+          adapters: str = typer.Option(",".join(ADAPTERS), help="JAX adapter specs, comma-separated"),
+          timeout: float = typer.Option(600.0, help="seconds per configuration"),
+          devices: Optional[str] = typer.Option(None, help="devices in the order measured, comma-separated (cpu, "
+                                                           "gpu; default: cpu, and gpu where JAX sees one)")) -> None:
+    """The harness's cost per phase against a raw jit(vmap), per JAX adapter, size and device."""
+    options.at_least(rounds, 1, "--rounds")
     try:
-        sizes = [int(v) for v in args.sizes.split(",") if v.strip()]
-    except ValueError:
-        sizes = []
-    if not sizes or min(sizes) < 1:
-        parser.error(f"--sizes: expected comma-separated integers >= 1, got {args.sizes!r}")
-    if args.rounds < 1:
-        parser.error(f"--rounds: expected an integer >= 1, got {args.rounds}")
-    if not args.timeout > 0:
-        parser.error(f"--timeout: expected seconds > 0, got {args.timeout}")
-    devices = None
-    if args.devices is not None:
-        devices = [d.strip() for d in args.devices.split(",") if d.strip()]
-        if not devices or any(d not in ("cpu", "gpu") for d in devices):
-            parser.error(f"--devices: expected cpu and/or gpu, comma-separated, got {args.devices!r}")
-    out = table([a.strip() for a in args.adapters.split(",") if a.strip()], sizes, args.rounds,
-                timeout=args.timeout, devices=devices)
+        check_timeout(timeout, "--timeout", required=True)
+    except ProblemError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    chosen = None
+    if devices is not None:
+        chosen = options.comma_list(devices)
+        if not chosen or any(d not in ("cpu", "gpu") for d in chosen):
+            raise typer.BadParameter(f"expected cpu and/or gpu, comma-separated, got {devices!r}", param_hint="--devices")
+    out = table(options.comma_list(adapters), options.comma_ints(sizes, "--sizes"), rounds, timeout=timeout,
+                devices=chosen)
     print(out.to_markdown(index=False, floatfmt=".3g"))
 
 
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.studies.overhead [--sizes 4096,65536] [--rounds 5] [--adapters ...]``."""
+    return options.run(app, argv, "python -m bench.studies.overhead")
+
+
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -11,10 +11,13 @@ included). Speed is measured here, never asserted in a test.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from pathlib import Path
+
+import typer
+
+from bench import options
 
 
 #: the families whose generation is timed by default: planar-box and cube-3d (the
@@ -49,32 +52,35 @@ def reference_seconds(family: str, n: int, workers: int, seed: int = 0) -> float
         return time.perf_counter() - t0
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.studies.scale", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=65536, help="scenes per problem set (default 65536)")
-    parser.add_argument("--workers", default="1,2", help="comma-separated worker counts (default 1,2)")
-    parser.add_argument("--families", default=",".join(GENERATED),
-                        help=f"comma-separated families whose generation is timed (default {','.join(GENERATED)})")
-    parser.add_argument("--skip-reference", action="store_true", help="time the generation only")
-    args = parser.parse_args(argv)
-    if args.n < 1:
-        parser.error(f"--n: expected a positive integer, got {args.n}")
-    counts = [int(w) for w in args.workers.split(",") if w.strip()]
-    if not counts or min(counts) < 1:
-        parser.error(f"--workers: expected positive integers like 1,2, got {args.workers!r}")
+app = typer.Typer(add_completion=False)
+
+
+@app.command()
+def study(n: int = typer.Option(65536, "--n", min=1, help="scenes per problem set"),
+          workers: str = typer.Option("1,2", help="comma-separated worker counts"),
+          families: str = typer.Option(",".join(GENERATED), help="comma-separated families whose generation is timed"),
+          skip_reference: bool = typer.Option(False, "--skip-reference", help="time the generation only")) -> None:
+    """Generation and references at scale."""
     import problems
 
-    families = [f.strip() for f in args.families.split(",") if f.strip()]
-    unknown = [f for f in families if f not in problems.families()]
-    if not families or unknown:
-        parser.error(f"--families: expected names of {sorted(problems.families())}, got {args.families!r}")
-    for family in families:
-        print(f"generate {family:13s} n={args.n}: {generation_seconds(family, args.n):7.2f} s", flush=True)
-    if not args.skip_reference:
-        for workers in counts:
-            seconds = reference_seconds("cube-3d", args.n, workers)
-            print(f"reference cube-3d   n={args.n}, {workers} worker(s): {seconds:7.1f} s", flush=True)
+    counts = options.comma_ints(workers, "--workers")
+    chosen = options.comma_list(families)
+    unknown = [f for f in chosen if f not in problems.families()]
+    if not chosen or unknown:
+        raise typer.BadParameter(f"expected names of {sorted(problems.families())}, got {families!r}",
+                                 param_hint="--families")
+    for family in chosen:
+        print(f"generate {family:13s} n={n}: {generation_seconds(family, n):7.2f} s", flush=True)
+    if not skip_reference:
+        for count in counts:
+            seconds = reference_seconds("cube-3d", n, count)
+            print(f"reference cube-3d   n={n}, {count} worker(s): {seconds:7.1f} s", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.studies.scale [--n 65536] [--workers 1,2] [--families ...] [--skip-reference]``."""
+    return options.run(app, argv, "python -m bench.studies.scale")
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -13,12 +13,15 @@ Example: python -m bench.tools.versions highspy 1.9.0 1.10.0 1.16.0
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import typer
+
+from bench import options
 
 #: the adapter that exercises each package (``check-adapter`` runs it)
 ADAPTER_OF = {"highspy": "highs", "osqp": "osqp", "clarabel": "clarabel", "daqp": "daqp", "piqp": "piqp",
@@ -64,22 +67,33 @@ def check_release(package: str, version: str, adapter: str, work: Path) -> dict[
     return record
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.tools.versions", description=__doc__.split("\n\n")[0],
-                                     epilog="Example: python -m bench.tools.versions highspy 1.9.0 1.10.0 1.16.0")
-    parser.add_argument("package", choices=sorted(ADAPTER_OF), help="the solver package")
-    parser.add_argument("versions", nargs="+", help="releases to check, as PyPI names them")
-    parser.add_argument("--work", type=Path, default=Path(".versions"), help="folder of the installed releases")
-    args = parser.parse_args(argv)
-    adapter = ADAPTER_OF[args.package]
-    print(f"| {args.package} | installed | pass | known issue | fail | not applicable | first failing check |")
+app = typer.Typer(add_completion=False)
+
+
+@app.command()
+def tool(package: str = typer.Argument(..., help=f"the solver package, one of {sorted(ADAPTER_OF)}"),
+         versions: list[str] = typer.Argument(..., help="releases to check, as PyPI names them"),
+         work: Path = typer.Option(Path(".versions"), help="folder of the installed releases")) -> int:
+    """Which releases of a solver package pass check-adapter, one line per release.
+
+    Example: python -m bench.tools.versions highspy 1.9.0 1.10.0 1.16.0
+    """
+    if package not in ADAPTER_OF:
+        raise typer.BadParameter(f"expected one of {sorted(ADAPTER_OF)}, got {package!r}", param_hint="PACKAGE")
+    adapter = ADAPTER_OF[package]
+    print(f"| {package} | installed | pass | known issue | fail | not applicable | first failing check |")
     print("|---|---|---|---|---|---|---|")
-    for version in args.versions:
-        r = check_release(args.package, version, adapter, args.work)
+    for version in versions:
+        r = check_release(package, version, adapter, work)
         detail = r["error"] or r["first_fail"]
         print(f"| {version} | {r['installed']} | {r['pass']} | {r['known issue']} | {r['fail']} | "
               f"{r['not applicable']} | {detail} |", flush=True)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.tools.versions PACKAGE VERSION... [--work DIR]``."""
+    return options.run(app, argv, "python -m bench.tools.versions")
 
 
 if __name__ == "__main__":

@@ -18,12 +18,16 @@ source archive is built into a wheel here. Nothing is installed here.
 
 from __future__ import annotations
 
-import argparse
 import re
 import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import Optional
+
+import typer
+
+from bench import options
 
 ROOT = "contactbench"
 #: the JAX adapters a GPU check runs (``make gpu-check``'s ``gpu`` extra without JAX's CUDA
@@ -182,41 +186,50 @@ def build(out: Path, extras: tuple[str, ...], python_version: str, have: set[str
     return fetch
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.tools.wheelhouse", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("wheelhouse"), help="folder of wheels (default wheelhouse)")
-    parser.add_argument("--extras", default=",".join(DEFAULT_EXTRAS),
-                        help=f"contactbench's extras to include, comma-separated (default {','.join(DEFAULT_EXTRAS)})")
-    parser.add_argument("--python-version", default=".".join(map(str, sys.version_info[:2])),
-                        help="the node's Python, e.g. 3.12 (default this one's)")
-    parser.add_argument("--have", type=Path, default=None, help="the node's `pip freeze` (or `pip list`) output")
-    parser.add_argument("--skip", default="", help="more names the node has, comma-separated (e.g. jax,jaxlib)")
-    parser.add_argument("--dry-run", action="store_true", help="print the list and the pip commands only")
-    args = parser.parse_args(argv)
-    if not re.fullmatch(r"3\.\d+(\.\d+)?", args.python_version):
-        parser.error(f"--python-version: expected a CPython version such as 3.12, got {args.python_version!r}")
-    extras = tuple(e.strip() for e in args.extras.split(",") if e.strip())
+app = typer.Typer(add_completion=False)
+
+
+@app.command()
+def tool(out: Path = typer.Option(Path("wheelhouse"), help="folder of wheels"),
+         extras: str = typer.Option(",".join(DEFAULT_EXTRAS), help="contactbench's extras to include, comma-separated"),
+         python_version: str = typer.Option(".".join(map(str, sys.version_info[:2])), "--python-version",
+                                            help="the node's Python, e.g. 3.12 (default this one's)"),
+         have: Optional[Path] = typer.Option(None, help="the node's `pip freeze` (or `pip list`) output"),
+         skip: str = typer.Option("", help="more names the node has, comma-separated (e.g. jax,jaxlib)"),
+         dry_run: bool = typer.Option(False, "--dry-run", help="print the list and the pip commands only")) -> int:
+    """The wheels a GPU node with no package index lacks, and the script that installs them there."""
+    if not re.fullmatch(r"3\.\d+(\.\d+)?", python_version):
+        raise typer.BadParameter(f"expected a CPython version such as 3.12, got {python_version!r}",
+                                 param_hint="--python-version")
+    wanted = tuple(options.comma_list(extras))
     try:
         known = metadata.metadata(ROOT).get_all("Provides-Extra") or []
     except metadata.PackageNotFoundError:
-        parser.error(f"{ROOT} is not installed in this Python ({sys.executable}): run make install first")
-    unknown = [e for e in extras if e not in known]
+        raise typer.BadParameter(f"{ROOT} is not installed in this Python ({sys.executable}): run make install "
+                                 "first") from None
+    unknown = [e for e in wanted if e not in known]
     if unknown:
-        parser.error(f"--extras: unknown extra(s) {unknown}; expected some of {sorted(known)}")
-    if args.have is not None and not args.have.is_file():
-        parser.error(f"--have: expected a file holding the node's `pip freeze` output, got {str(args.have)!r}")
-    have = names_in(args.have.read_text()) if args.have is not None else set()
-    have |= {canonical(n.strip()) for n in args.skip.split(",") if n.strip()}
+        raise typer.BadParameter(f"unknown extra(s) {unknown}; expected some of {sorted(known)}", param_hint="--extras")
+    if have is not None and not have.is_file():
+        raise typer.BadParameter(f"expected a file holding the node's `pip freeze` output, got {str(have)!r}",
+                                 param_hint="--have")
+    names = names_in(have.read_text()) if have is not None else set()
+    names |= {canonical(n) for n in options.comma_list(skip)}
     project = Path(__file__).resolve().parents[2]
     try:
-        fetched = build(args.out, extras, args.python_version, have, project, args.dry_run)
+        fetched = build(out, wanted, python_version, names, project, dry_run)
     except WheelhouseError as error:
         print(f"wheelhouse: {error}", file=sys.stderr)
         return 1
-    if not args.dry_run:
-        print(f"wheelhouse: {len(fetched)} wheels and contactbench's in {args.out}; on the node: "
-              f"{args.out / 'INSTALL.txt'}", file=sys.stderr)
+    if not dry_run:
+        print(f"wheelhouse: {len(fetched)} wheels and contactbench's in {out}; on the node: "
+              f"{out / 'INSTALL.txt'}", file=sys.stderr)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.tools.wheelhouse [--out DIR] [--extras ...] [--python-version 3.12] [--have FILE]``."""
+    return options.run(app, argv, "python -m bench.tools.wheelhouse")
 
 
 if __name__ == "__main__":
