@@ -24,6 +24,7 @@ from problems.kinds.checks import UNPROVEN, WRONG
 from solvers import BenchError, ProblemError
 from solvers.timing import check_repeats
 
+from bench.analysis import decide as decide_pass
 from bench.engine import grid, rundir
 from bench.options import comma_list
 from bench.engine.run import Run, cell_title, execute
@@ -202,7 +203,8 @@ def run(
         chosen.get("preset", "default") == "default" and not chosen.get("family") and not chosen.get("solver"))
     try:
         outcome = _execute(ctx, cells, skipped, out, run_id, resume, timeout, scheduler=scheduler, workers=workers,
-                           exclusive=exclusive, grid_options=chosen, decide_budget=decide_budget if deciding else None)
+                           exclusive=exclusive, grid_options=chosen,
+                           decider=decide_pass.decider(decide_budget, _announce_deciding) if deciding else None)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: the finished cells are kept; contactbench run --resume "
                       + (f"--run-id {_text(run_id)} " if run_id else "") + "continues the run")
@@ -386,7 +388,7 @@ def _write_failed(run_dir: Path, exc: OSError) -> None:
 
 def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: Optional[str], resume: bool,
              timeout: float, scheduler: Optional[str] = None, workers: Optional[int] = None,
-             exclusive: bool = False, grid_options: Optional[dict] = None, decide_budget: Optional[float] = None):
+             exclusive: bool = False, grid_options: Optional[dict] = None, decider=None):
     """``bench.engine.run.execute`` on Dask (the cluster at ``scheduler``, else an embedded one
     of ``workers`` processes, started while the problem sets are made) with progress output;
     a bad problem set or a run in use exits 2, a disk that refuses a write exits 1."""
@@ -396,8 +398,8 @@ def _execute(ctx: typer.Context, cells: list, skipped: list, out: Path, run_id: 
         try:
             return execute(cells, out, run_id, resume=resume, timeout=timeout, skipped=skipped,
                            grid=grid_options or {}, command=_command_line(ctx), client=client,
-                           embedded=not scheduler, exclusive=exclusive, decide_budget=decide_budget,
-                           progress=_progress, on_started=_announce, on_deciding=_announce_deciding,
+                           embedded=not scheduler, exclusive=exclusive, decider=decider,
+                           progress=_progress, on_started=_announce,
                            generating=lambda: console.status("generating and checking the problem sets ..."))
         except BenchError as exc:
             _fail(str(exc))

@@ -16,8 +16,7 @@ exact Euclidean projection of each contact force onto its cone. In the plane
 ``(f_n, |f_t|)`` a point outside both the cone and its polar is projected onto the cone's
 boundary line, whose unit direction is ``(cos th, sin th)`` with ``th = atan(mu)``:
 ``s = f_n cos th + |f_t| sin th``, ``(f_n, |f_t|) <- s (cos th, sin th)``; a point in the
-polar cone (``mu |f_t| <= -f_n``) goes to 0. (Scaling ``f_n`` by ``mu`` and using the
-``mu = 1`` formula is exact only at ``mu = 1``; seed 000 measured ~60 % error at 0.2.)
+polar cone (``mu |f_t| <= -f_n``) goes to 0.
 
 The answer is the last affine iterate, so the wrench equality holds to rounding. Cone
 utilisation ``|f_t| / (mu f_n)`` of that iterate decides: at most ``1 + tol`` for every
@@ -32,7 +31,7 @@ rows are consistent. A two-foot stance makes them rank-deficient, and for most w
 no force pair realises them; the pseudo-inverse step then returns the least-squares point,
 whose cone utilisation can be well below 1. So a case whose equality residual after the
 affine step exceeds ``tol * (1 + |b|_inf)`` is ``INFEASIBLE`` too (native
-``wrench_unreachable``); without this check the seed's rule accepted 22 of 64 such cases.
+``wrench_unreachable``).
 
 ``method="ap"`` (default) stops at the first feasible point: a feasible force set, *not*
 the min-norm optimum, and the report shows the objective gap. ``method="dykstra"`` adds

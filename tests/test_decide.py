@@ -11,7 +11,7 @@ import sys
 import pandas as pd
 import pytest
 
-from bench.engine.decide import decide_seed
+from bench.analysis.decide import decide_seed
 
 
 def cb(*args, cwd, env=None):

@@ -550,7 +550,7 @@ def test_a_cell_file_missing_columns_is_skipped_or_completed_never_a_traceback(t
 
     from bench.reporting import publish, report
     from bench.analysis import recommend, results
-    from bench.analysis.schema import REQUIRED_COLUMNS
+    from bench.engine.schema import REQUIRED_COLUMNS
 
     run = small_run(tmp_path, "r", ("highs",))
     cell = next(run.glob("*.parquet"))

@@ -13,7 +13,7 @@ import pytest
 import problems
 from bench.engine import grid, runner
 from bench.reporting import publish, report
-from bench.analysis import schema
+from bench.engine import schema
 from problems import get_kind
 from problems.kinds import OUTCOMES
 from solvers import ProblemError
@@ -110,7 +110,7 @@ def test_a_run_file_records_the_schema_version_and_old_files_are_upgraded(tmp_pa
 
     rows = pd.DataFrame({"run_id": ["r"], "cell_id": ["c"], "family": ["planar-box"], "kind": ["lp1"],
                          "solver": ["highs"], "dtype": ["float64"], "device": ["cpu"], "outcome": ["correct"],
-                         "n_scenes": [1], "lp_index": [0]})  # bench.analysis.schema.REQUIRED_COLUMNS: every cell has them
+                         "n_scenes": [1], "lp_index": [0]})  # bench.engine.schema.REQUIRED_COLUMNS: every cell has them
     rundir.write_cell(rows, tmp_path / "c.parquet")
     meta = pq.read_schema(tmp_path / "c.parquet").metadata
     assert meta[schema.SCHEMA_KEY] == str(schema.SCHEMA_VERSION).encode()

@@ -29,7 +29,7 @@ def add_rates(table: pd.DataFrame, outcomes: list[str], confidence: float = DEFA
     false-accept rate, the safety figure. Where ``table`` has a ``kind`` column, an outcome
     that kind cannot give (``Kind.outcomes``: no ``suboptimal`` for a hold LP) gets NaN, not
     a rate of 0 (copy)."""
-    from bench.analysis.schema import outcome_columns
+    from bench.engine.schema import outcome_columns
 
     confidence = check_confidence(confidence)
     out = table.copy()

@@ -35,7 +35,7 @@ from problems.kinds.checks import OUTCOMES, SEVERITY
 from solvers.errors import ProblemError
 
 from bench.engine.rundir import load_cells
-from bench.analysis.schema import TIMING, kind_or_none, outcome_columns
+from bench.engine.schema import TIMING, kind_or_none, outcome_columns
 
 #: the columns that name one case in rows without a ``case_hash`` (schema 4 and older).
 LEGACY_CASE_KEY = ["family_label", "kind", "family_params", "n_scenes", "seed", "lp_index"]
@@ -140,7 +140,7 @@ def case_counts(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 def summarize(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """One row per group of ``keys``: ``n`` (distinct cases), outcome counts over the
     distinct cases (``case_counts``; the outcomes the kinds present give), median timings
-    (``bench.analysis.schema.TIMING``) and the kinds' own aggregations (a column only where some
+    (``bench.engine.schema.TIMING``) and the kinds' own aggregations (a column only where some
     group has a value). Every table of the report, the dashboard, the seed-002 tables and
     asv's tracks is built from it."""
     missing = {column: float("nan") for column, _how in TIMING.values() if column not in rows}

@@ -30,7 +30,7 @@ from solvers.timing import repeat_orders, timed_solve
 from bench.engine.env import device_memory, jax_devices, malloc_settings, peak_rss_mb, reset_peak_rss, solver_versions
 from bench.engine.grid import Cell
 from bench.engine.reference import reference
-from bench.analysis.schema import REPEAT_COLUMNS
+from bench.engine.schema import REPEAT_COLUMNS
 from bench.engine.verify import DEFAULT_TOLERANCES, judge
 
 #: ``ms_per_256`` reports milliseconds per this many scenes.

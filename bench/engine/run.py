@@ -39,6 +39,10 @@ from bench.engine.verify import DEFAULT_TOLERANCES
 #: ``progress(cells)``: a context that yields ``(on_start, on_done)`` for one batch of cells
 #: (the screening cells, then each deciding batch); the CLI's draws a progress bar
 Progress = Callable[[list[Cell]], ContextManager[tuple[Callable | None, Callable | None]]]
+#: ``decider(run_dir, cells, run_more) -> (decisions, record)``: a pass after the screening
+#: cells that runs more cells through ``run_more(cells) -> results`` and returns what it
+#: decided and its run.json record
+Decider = Callable[[Path, list[Cell], Callable[[list[Cell]], list]], tuple[list, dict]]
 
 
 @dataclass
@@ -153,9 +157,9 @@ class Run:
             self.manifest["skipped"] = [*self.manifest.get("skipped", []), *extra]
             self.write()
 
-    def record_decisions(self, budget_s: float, records: list[dict]) -> None:
-        """Record the deciding pass: its budget and decisions (``run.json`` ``decide``)."""
-        self.manifest["decide"] = {"budget_s": budget_s, "decisions": records}
+    def record_decisions(self, record: dict) -> None:
+        """Record the deciding pass (``run.json`` ``decide``: its budget and decisions)."""
+        self.manifest["decide"] = record
         self.write()
 
     @property
@@ -214,16 +218,16 @@ def _no_progress(cells: list[Cell]) -> ContextManager[tuple[None, None]]:
 
 def execute(cells: list[Cell], out: Path | str, run_id: str | None = None, *, resume: bool = False,
             timeout: float = 600.0, skipped: list | tuple = (), grid: dict | None = None, command: str | None = None,
-            client: Any = None, embedded: bool = True, exclusive: bool = False, decide_budget: float | None = None,
+            client: Any = None, embedded: bool = True, exclusive: bool = False, decider: Decider | None = None,
             progress: Progress = _no_progress, generating: Callable[[], ContextManager] | None = None,
-            on_started: Callable[[Run], None] | None = None,
-            on_deciding: Callable[[float], None] | None = None) -> Outcome:
+            on_started: Callable[[Run], None] | None = None) -> Outcome:
     """Run ``cells`` as the run ``out/<run_id>`` (see the module docstring): generate and
     check their problem sets (supervised, before anything of the run is written; inside
     ``generating()`` when given), take the run's lock, write run.json, grid.toml and
-    ``latest`` (then ``on_started(run)``), run the cells (``timeout`` seconds each), then,
-    with ``decide_budget`` seconds, the deciding pass (``bench.engine.decide``; first
-    ``on_deciding(budget)``), and record what did not run.
+    ``latest`` (then ``on_started(run)``), run the cells (``timeout`` seconds each), then the
+    ``decider``'s pass where one is given (``bench.analysis.decide.decider``: more cells,
+    run into the same run, and its record in run.json ``decide``), and record what did not
+    run.
 
     ``client``: a Dask client, a callable returning one (called once the problem sets are
     made, so a cluster can start meanwhile) or None (an embedded one-worker cluster);
@@ -253,8 +257,10 @@ def execute(cells: list[Cell], out: Path | str, run_id: str | None = None, *, re
             on_started(run)
         results = _run_batch(cells, run, timeout, resume, client, exclusive, progress)
         decisions = []
-        if decide_budget is not None and any(r.state in FINISHED for r in results):
-            decisions = _decide(cells, run, timeout, client, exclusive, decide_budget, progress, on_deciding)
+        if decider is not None and any(r.state in FINISHED for r in results):
+            decisions, record = decider(run.dir, cells, lambda more: _run_batch(more, run, timeout, True, client,
+                                                                                  exclusive, progress))
+            run.record_decisions(record)
         run.record_not_run(results)
         return Outcome(run, results, decisions, RunState.of(results))
 
@@ -266,23 +272,6 @@ def _run_batch(cells: list[Cell], run: Run, timeout: float, resume: bool, client
     with progress(cells) as (on_start, on_done):
         return runner.run_cells(cells, run.dir, run.id, timeout=timeout, resume=resume, client=client,
                                 exclusive=exclusive, on_start=on_start, on_done=on_done)
-
-
-def _decide(cells: list[Cell], run: Run, timeout: float, client, exclusive: bool, budget: float,
-            progress: Progress, on_deciding: Callable[[float], None] | None) -> list:
-    """The deciding pass over the screening cells' rows, its cells run into the same run and
-    the decisions recorded in run.json."""
-    from bench.analysis import results as result_table
-    from bench.engine import decide
-
-    if on_deciding is not None:
-        on_deciding(budget)
-    rows = result_table.load([run.dir])
-    rows = rows[rows["cell_id"].isin({c.cell_id for c in cells})]
-    decisions = decide.decide(rows, cells, lambda more: _run_batch(more, run, timeout, True, client, exclusive,
-                                                                    progress), budget)
-    run.record_decisions(budget, decide.as_records(decisions))
-    return decisions
 
 
 __all__ = ["Run", "Recorded", "Outcome", "execute", "cell_title", "command_line", "engine_record"]

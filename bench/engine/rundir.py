@@ -32,7 +32,7 @@ import pandas as pd
 
 from solvers.errors import BenchError, ProblemError
 
-from bench.analysis.schema import REQUIRED_COLUMNS, SCHEMA_KEY, SCHEMA_VERSION, complete, upgrade, version_of
+from bench.engine.schema import REQUIRED_COLUMNS, SCHEMA_KEY, SCHEMA_VERSION, complete, upgrade, version_of
 
 #: file that marks a folder as written by contactbench (and so replaceable by it)
 OUTPUT_MARKER = ".contactbench-output"
@@ -100,9 +100,9 @@ def read_cell(path: Path) -> pd.DataFrame:
     """A cell's rows, checked against its manifest; raises ``CorruptResult`` naming the file.
 
     A cell written before manifests existed (no ``<cell>.json``) is accepted when it reads
-    and has the ``REQUIRED_COLUMNS`` (``bench.analysis.schema``); any other column it lacks is filled
-    in (``bench.analysis.schema.complete``). Rows of an older results schema are upgraded
-    (``bench.analysis.schema.upgrade``); a newer schema raises ``SchemaError``."""
+    and has the ``REQUIRED_COLUMNS`` (``bench.engine.schema``); any other column it lacks is filled
+    in (``bench.engine.schema.complete``). Rows of an older results schema are upgraded
+    (``bench.engine.schema.upgrade``); a newer schema raises ``SchemaError``."""
     import pyarrow.parquet as pq
 
     path = Path(path)

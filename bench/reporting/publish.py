@@ -28,7 +28,7 @@ from solvers import ProblemError
 
 from bench.analysis import intervals, recommend, results
 from bench.engine.rundir import read_manifest, replace_output_dir
-from bench.analysis.schema import outcome_columns
+from bench.engine.schema import outcome_columns
 
 #: shift of the shifted geometric mean, microseconds per case (see ``shifted_geometric_mean``).
 SGM_SHIFT_US = 10.0

@@ -35,7 +35,7 @@ from problems.kinds.checks import OUTCOMES, UNPROVEN, WRONG
 
 from bench.analysis import intervals, results
 from bench.engine.rundir import read_manifest, replace_output_dir
-from bench.analysis.schema import REPORT_GROUP, rename_for_report
+from bench.engine.schema import REPORT_GROUP, rename_for_report
 
 __all__ = ["load_runs", "read_manifest", "write_report", "summarize"]
 

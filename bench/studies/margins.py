@@ -23,15 +23,11 @@ outcomes): from LP-1's bases, from the shared phase 1 and, where measured, with 
 rounds. Figures are measured, never asserted; the table is printed as markdown and written
 as CSV with ``--out``.
 
-Each set is measured in a worker process of the cell engine (``bench.engine.execute``), under the
-settings a cell's timings have: XLA:CPU's one-thread pool (``PJRT_NPROC``), single-threaded
-Eigen and the allocator settings, unless the user set them (each row records
-``pjrt_nproc``, ``xla_flags`` and ``malloc``). In the calling process instead, with XLA's
-default pool of one thread per core, 3D exits used this 2-core VM's second core where LP-1
-barely did, and without the allocator settings every repeat faulted its buffers in again:
-the ratio then measured the process, not the solver. A set that wedges XLA is retried once
-in a fresh worker; one that does not finish within ``--timeout`` is a row with its
-``state``.
+Each set is measured in a worker process of the cell engine (``bench.engine.execute``), under
+the settings a cell's timings have (XLA:CPU's one-thread pool, single-threaded Eigen, the
+allocator settings; each row records them), so that the ratio measures the solver, not the
+process. A set that wedges XLA is retried once in a fresh worker; one that does not finish
+within ``--timeout`` is a row with its ``state``.
 """
 
 from __future__ import annotations

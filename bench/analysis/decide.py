@@ -130,4 +130,18 @@ def as_records(decisions: list[Decision]) -> list[dict]:
     return [asdict(d) for d in decisions]
 
 
-__all__ = ["Decision", "decide", "decide_seed", "as_records"]
+def decider(budget_s: float, on_deciding: Callable[[float], None] | None = None):
+    """The deciding pass as ``bench.engine.run.execute`` takes it: over the screening cells'
+    rows of the run directory, ``decide`` within ``budget_s`` seconds (first
+    ``on_deciding(budget_s)``); returns ``(decisions, run.json record)``."""
+    def run_pass(run_dir, cells: list, run_more: Callable[[list], list]) -> tuple[list, dict]:
+        if on_deciding is not None:
+            on_deciding(budget_s)
+        rows = results.load([run_dir])
+        rows = rows[rows["cell_id"].isin({c.cell_id for c in cells})]
+        decisions = decide(rows, cells, run_more, budget_s)
+        return decisions, {"budget_s": budget_s, "decisions": as_records(decisions)}
+    return run_pass
+
+
+__all__ = ["Decision", "decide", "decider", "decide_seed", "as_records"]
