@@ -15,6 +15,9 @@ from problems.kinds.checks import DEFAULT_TOLERANCES as TOL
 from problems.kinds.qp import dual_bound, qp_outcomes, qp_reference_rows, verify_qp
 from solvers import BatchSolution, Status
 
+#: real processes, compiles or runs: outside make test-fast
+pytestmark = pytest.mark.slow
+
 
 def _lp_folder(path, A_ub, b_ub, cases=16):
     """``cases`` LPs ``min c@x`` with ``c = [-1 - 0.01 i, 0]`` over ``A_ub x <= b_ub``, ``x >= 0``."""

@@ -6,6 +6,9 @@ from typer.testing import CliRunner
 
 from bench.cli import app
 
+#: real processes, compiles or runs: outside make test-fast
+pytestmark = pytest.mark.slow
+
 cli = CliRunner()
 
 

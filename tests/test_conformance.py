@@ -18,9 +18,12 @@ def params():
         cls = solvers.adapters().get(name)
         if cls is None or name.startswith("fake-"):
             continue
+        # a batched (JAX) adapter compiles every case's shape: minutes in all, outside make test-fast
+        jax = bool(cls.CAPABILITIES.batched)
         for dtype in cls.CAPABILITIES.dtypes:
             for check in conformance.check_ids():
                 marks = [pytest.mark.skip(reason=reason)] if reason else []
+                marks += [pytest.mark.slow] if jax else []
                 out.append(pytest.param(name, dtype, check, id=f"{name}-{dtype}-{check}", marks=marks))
     return out
 

@@ -19,6 +19,9 @@ from bench.analysis import results
 from bench.engine.rundir import write_cell
 from solvers import ProblemError
 
+#: real processes, compiles or runs: outside make test-fast
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 SCREENSHOT = REPO / "results" / "dashboard.png"
 EVIL = '<script>alert("x")</script>&'

@@ -13,6 +13,9 @@ import pytest
 
 from bench.analysis.decide import decide_seed
 
+#: real processes, compiles or runs: outside make test-fast
+pytestmark = pytest.mark.slow
+
 
 def cb(*args, cwd, env=None):
     return subprocess.run([sys.executable, "-m", "bench.cli", *map(str, args)], cwd=cwd, capture_output=True,

@@ -14,6 +14,9 @@ import pytest
 
 from helpers import PLUGINS, cb, leftovers, small_run, tree
 
+#: real processes, compiles or runs: outside make test-fast
+pytestmark = pytest.mark.slow
+
 # ------------------------------------------------------------------ publish / report --out
 
 @pytest.mark.parametrize("command", ["publish", "report"])

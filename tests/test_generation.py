@@ -15,6 +15,9 @@ from problems.hold import SceneBatch, lp1
 from problems import near_boundary
 from tests.legacy_generators import cube_v1, near_boundary_planar_scene_by_scene, planar_v1
 
+#: real processes, compiles or runs: outside make test-fast
+pytestmark = pytest.mark.slow
+
 N = 10_000
 #: fixed directions for the support function of a scene's generators (order- and
 #: duplicate-invariant, so the two layouts compare)

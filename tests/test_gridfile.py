@@ -14,6 +14,9 @@ from hypothesis import strategies as st
 from bench.engine import gridfile
 from solvers.errors import ProblemError
 
+#: real processes, compiles or runs: outside make test-fast
+pytestmark = pytest.mark.slow
+
 
 def cb(*args, cwd, timeout=600):
     """The real ``contactbench`` CLI in a fresh process."""

@@ -11,6 +11,9 @@ from solvers import ProblemError
 
 from conftest import real_adapter_params
 
+#: real processes, compiles or runs: outside make test-fast
+pytestmark = pytest.mark.slow
+
 #: Profiles the seed-number tests use: each adapter's defaults where they reach the
 #: verifier's 1e-5, else its most accurate profile (loose defaults are measured by the
 #: benchmark, not hidden here). Simplex methods return vertices.

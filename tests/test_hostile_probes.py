@@ -21,6 +21,9 @@ import solvers
 from helpers import PLUGINS, cb, leftovers, small_run, tree
 from solvers import ProblemError, SolverSpec
 
+#: real processes, compiles or runs: outside make test-fast
+pytestmark = pytest.mark.slow
+
 
 # ------------------------------------------------------------------ option ranges
 @pytest.mark.parametrize("spec, words", [

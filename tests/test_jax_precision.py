@@ -19,6 +19,9 @@ import pytest
 
 import solvers
 
+#: real processes, compiles or runs: outside make test-fast
+pytestmark = pytest.mark.slow
+
 #: adapter spec -> the family it solves here (float32)
 JAX_ADAPTERS = {
     "linrax": "planar-box", "linrax-hold": "planar-box", "qpax": "planar-box", "mpax": "planar-box",

@@ -18,8 +18,8 @@ from bench.engine.reference import reference
 from bench.engine.verify import exit_outcomes, lp1_outcomes, verify_exit, verify_lp1
 from solvers import SolverNotAvailable, Status
 
-pytestmark = pytest.mark.skipif(solvers.available().get("linrax-hold") is not None,
-                                reason=str(solvers.available().get("linrax-hold")))
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(solvers.available().get("linrax-hold") is not None,
+                                reason=str(solvers.available().get("linrax-hold")))]
 
 
 def _outcome(batch, **settings):

@@ -22,6 +22,9 @@ from bench.analysis import recommend, results, stats
 from bench.engine import rundir
 from solvers.errors import ProblemError
 
+#: real processes, compiles or runs: outside make test-fast
+pytestmark = pytest.mark.slow
+
 TESTS_DIR = Path(__file__).resolve().parent
 PLUGIN_ENV = {"CONTACTBENCH_PLUGINS": "fake_adapters",
               "PYTHONPATH": os.pathsep.join(p for p in [str(TESTS_DIR), os.environ.get("PYTHONPATH", "")] if p)}

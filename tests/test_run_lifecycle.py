@@ -16,6 +16,9 @@ from bench.engine.run import Run, execute
 from bench.engine.states import CellState, RunState
 from solvers.errors import ProblemError
 
+#: real processes, compiles or runs: outside make test-fast
+pytestmark = pytest.mark.slow
+
 
 def _cells():
     cells, skipped = grid.expand(["planar-box"], ["highs", "scipy-highs"], ["float64"], ["cpu"], [8], 0, 1)

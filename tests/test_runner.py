@@ -15,6 +15,9 @@ from bench.reporting import report
 
 from conftest import REPO, TESTS_DIR
 
+#: real processes, compiles or runs: outside make test-fast
+pytestmark = pytest.mark.slow
+
 N = 8
 
 

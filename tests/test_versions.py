@@ -6,6 +6,9 @@ import pytest
 
 from bench.tools import versions
 
+#: real processes, compiles or runs: outside make test-fast
+pytestmark = pytest.mark.slow
+
 
 def _dist_info(folder, package: str, release: str) -> None:
     """The metadata pip leaves beside an installed release."""

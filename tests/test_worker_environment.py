@@ -12,6 +12,9 @@ import pytest
 from bench.engine.execute import WORKER_MALLOC_ENV, WORKER_XLA_FLAG, LocalPool
 from worker_jobs import dump_environ
 
+#: real processes, compiles or runs: outside make test-fast
+pytestmark = pytest.mark.slow
+
 
 def test_a_worker_starts_with_the_worker_settings_and_the_parent_keeps_its_own(tmp_path):
     before = dict(os.environ)
