@@ -1,8 +1,9 @@
 """The conformance suite (bench/conformance.py) on every available adapter x dtype x check.
 
 Unavailable adapters are skipped with their recorded reason; known issues come from the
-adapters' own declarations (``Adapter.CONFORMANCE``) and are strict xfails (a fixed issue
-fails the run until the declaration is updated).
+adapters' own declarations (``Adapter.CONFORMANCE``) and are strict: a loop adapter's are
+xfails, and a fixed issue (``unexpected pass``) fails the run until the declaration is
+updated. A batched (JAX) adapter's checks run in one test (see ``batched_params``).
 """
 
 import numpy as np
@@ -12,26 +13,46 @@ import solvers
 from bench import conformance
 
 
-def params():
-    out = []
+def _adapters(batched: bool):
+    """(name, class, unavailable reason) of the built-in adapters, batched (JAX) or not."""
     for name, reason in solvers.available().items():
         cls = solvers.adapters().get(name)
-        if cls is None or name.startswith("fake-"):
-            continue
-        # a batched (JAX) adapter compiles every case's shape: minutes in all, outside make test-fast
-        jax = bool(cls.CAPABILITIES.batched)
-        for dtype in cls.CAPABILITIES.dtypes:
-            for check in conformance.check_ids():
-                marks = [pytest.mark.skip(reason=reason)] if reason else []
-                marks += [pytest.mark.slow] if jax else []
-                out.append(pytest.param(name, dtype, check, id=f"{name}-{dtype}-{check}", marks=marks))
-    return out
+        if cls is not None and not name.startswith("fake-") and bool(cls.CAPABILITIES.batched) == batched:
+            yield name, cls, reason
+
+
+def params():
+    """(name, dtype, check) of every loop adapter: one test each."""
+    return [pytest.param(name, dtype, check, id=f"{name}-{dtype}-{check}",
+                         marks=[pytest.mark.skip(reason=reason)] if reason else [])
+            for name, cls, reason in _adapters(batched=False) for dtype in cls.CAPABILITIES.dtypes
+            for check in conformance.check_ids()]
+
+
+def batched_params():
+    """One test per batched (JAX) adapter: every check of both its precisions in one process,
+    so the programs a case compiles serve the checks that solve it again (batch, precision,
+    bad input, proofs). Minutes in all: outside make test-fast."""
+    return [pytest.param(name, id=name, marks=[pytest.mark.slow] + ([pytest.mark.skip(reason=reason)] if reason else []))
+            for name, _cls, reason in _adapters(batched=True)]
 
 
 @pytest.fixture(scope="session")
 def adapter_cache():
     """One adapter instance per (name, dtype) for the whole test run (JAX compiles once per shape)."""
     return {}
+
+
+def _problem(check: str, result: str, reason: str) -> str | None:
+    """Why one check's result fails the suite, or None: pass, not applicable, a declared known
+    issue that still fails (strict: one that passes is ``unexpected pass``), or a warning
+    that names every case without a proof."""
+    if result in ("pass", "not applicable", "known issue"):
+        return None
+    if result == "warn" and check == "proofs_returned" and all(
+            p.split(": ")[1] in ("no certificate", "no ray") for p in reason.split(": such answers")[0].split("; ")):
+        return None
+    return f"{check}: {result}: {reason}"
 
 
 @pytest.mark.parametrize("name, dtype, check", params())
@@ -41,11 +62,16 @@ def test_conformance(name, dtype, check, adapter_cache):
         pytest.skip(reason)
     if result == "known issue":
         pytest.xfail(reason)
-    if result == "warn":  # no proofs returned: not a failure, every such case named
-        assert check == "proofs_returned" and all(p.split(": ")[1] in ("no certificate", "no ray")
-                                                   for p in reason.split(": such answers")[0].split("; ")), reason
-        return
-    assert result == "pass", f"{result}: {reason}"
+    problem = _problem(check, result, reason)
+    assert problem is None, problem
+
+
+@pytest.mark.parametrize("name", batched_params())
+def test_conformance_of_a_batched_adapter(name, adapter_cache):
+    cls = solvers.adapters()[name]
+    problems = [f"{dtype} {problem}" for dtype in cls.CAPABILITIES.dtypes for check in conformance.check_ids()
+                if (problem := _problem(check, *conformance.run_check(name, dtype, check, adapter_cache)))]
+    assert not problems, "\n".join(problems)
 
 
 def test_every_builtin_adapter_declares_its_conformance():
