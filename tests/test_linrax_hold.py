@@ -156,17 +156,21 @@ def test_ablation_and_reproduction_tables_count_per_configuration():
     cells = seed002.ablation_cells(scale=0.02)
     specs = {str(c.solver) for c in cells}
     assert "linrax-hold" in specs and "linrax" in specs and "linrax-hold[reinvert=False]" in specs
-    assert len(cells) == len(seed002.ABLATION_SETS) * len(seed002.ablation_specs())
+    # every set x every setting, plus the exit set built with seed 002's first cap (a problem's measure)
+    assert len(cells) == len(seed002.ABLATION_SETS) * len(seed002.ablation_specs()) + 1
+    assert [c.family.params.get("cap") for c in cells if str(c.family).count("cap")] == [1000.0]
     rows = pd.DataFrame({
-        "family": ["cube-3d"] * 3, "kind": ["lp1"] * 3,
-        "family_params": [json.dumps({"kind": "lp1"})] * 3,
-        "solver_spec": ["linrax-hold", "linrax-hold[reinvert=False]", "linrax-hold[reinvert=False]"],
-        "outcome": ["correct", "uncertain", "correct"], "ms_per_256": [1.0, 2.0, 2.0],
-        "case_hash": ["h0", "h0", "h1"],  # two cases (bench.analysis.results counts distinct cases)
+        "family": ["cube-3d"] * 3 + ["planar-box"], "kind": ["lp1"] * 3 + ["exit"],
+        "family_params": [json.dumps({"kind": "lp1"})] * 3 + [json.dumps({"cap": 1000.0, "disk": True, "kind": "exit"})],
+        "solver_spec": ["linrax-hold", "linrax-hold[reinvert=False]", "linrax-hold[reinvert=False]", "linrax-hold"],
+        "outcome": ["correct", "uncertain", "correct", "uncertain"], "ms_per_256": [1.0, 2.0, 2.0, 3.0],
+        "case_hash": ["h0", "h0", "h1", "h2"],  # two cases (bench.analysis.results counts distinct cases)
     })
     table = seed002.ablation_table(rows)
     off = table[table["configuration"] == "without reinvert"].iloc[0]
     assert (off["n"], off["correct"], off["uncertain"], off["set"]) == (2, 1, 1, "cube-3d random LP-1")
+    cap = table[table["configuration"] == "without exit_cap"].iloc[0]
+    assert (cap["n"], cap["uncertain"], cap["set"]) == (1, 1, "planar exits (disk)")
     rcells = seed002.reproduction_cells(scale=0.02)
     assert {(str(c.solver), c.dtype) for c in rcells} >= {("linrax-hold", "float32"), ("linrax", "float64"),
                                                       ("highs", "float64"), ("exact-planar", "float32")}
