@@ -50,6 +50,16 @@ MEASURE_CASES = [
 WRONG = ("uncertain", "false_reject", "failed")
 
 
+def _assert_fixes_more(with_it, without_it, label: str) -> None:
+    """More LPs right with a measure and wrong without it than the other way round (at least
+    one), and no false accept with it (outcomes per LP, in the same order)."""
+    with_it, without_it = np.asarray(with_it), np.asarray(without_it)
+    fixed = np.flatnonzero((with_it == "correct") & np.isin(without_it, WRONG))
+    broke = np.flatnonzero((without_it == "correct") & np.isin(with_it, WRONG))
+    assert len(fixed) > len(broke), f"{label}: fixed {fixed.tolist()}, broke {broke.tolist()}"
+    assert "false_accept" not in set(with_it)
+
+
 @pytest.mark.parametrize("measure, off, family, n, seed, params", MEASURE_CASES, ids=[c[0] for c in MEASURE_CASES])
 def test_each_measure_fixes_more_lps_than_it_breaks(measure, off, family, n, seed, params):
     """Each measure earns its place: on its set, more LPs are right with it and wrong without
@@ -57,26 +67,16 @@ def test_each_measure_fixes_more_lps_than_it_breaks(measure, off, family, n, see
     accept."""
     # solved in its batch: float32 rounding under vmap depends on the batch XLA compiles for
     batch = problems.generate(family, n, seed, **params)
-    with_all, _ = _outcome(batch)
-    without, _ = _outcome(batch, **{measure: off})
-    with_all, without = np.asarray(with_all), np.asarray(without)
-    fixed = np.flatnonzero((with_all == "correct") & np.isin(without, WRONG))
-    broke = np.flatnonzero((without == "correct") & np.isin(with_all, WRONG))
-    assert len(fixed) > len(broke), f"{measure} off: fixed {fixed.tolist()}, broke {broke.tolist()}"
-    assert "false_accept" not in set(with_all)
+    _assert_fixes_more(_outcome(batch)[0], _outcome(batch, **{measure: off})[0], f"{measure} off")
 
 
 def test_the_exit_cap_of_the_problem_fixes_more_exit_lps_than_it_breaks():
     """The exit LPs' cap ``T`` belongs to the problem (the exit kind's ``cap``): the same
     scenes and directions with seed 002's first ``T = 1000`` leave linrax-hold float32 wrong
     on more of them than ``T = 10`` does, and never unsafe."""
-    capped, _ = _outcome(problems.generate("planar-box", 256, 0, kind="exit", disk=True))
-    wide, _ = _outcome(problems.generate("planar-box", 256, 0, kind="exit", disk=True, cap=1000.0))
-    capped, wide = np.asarray(capped), np.asarray(wide)
-    fixed = np.flatnonzero((capped == "correct") & np.isin(wide, WRONG))
-    broke = np.flatnonzero((wide == "correct") & np.isin(capped, WRONG))
-    assert len(fixed) > len(broke), f"cap 1000: fixed {fixed.tolist()}, broke {broke.tolist()}"
-    assert "false_accept" not in set(capped)
+    _assert_fixes_more(_outcome(problems.generate("planar-box", 256, 0, kind="exit", disk=True))[0],
+                       _outcome(problems.generate("planar-box", 256, 0, kind="exit", disk=True, cap=1000.0))[0],
+                       "cap 1000")
 
 
 def test_reinversion_rounds_stop_once_a_round_changes_nothing():
