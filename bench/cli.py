@@ -25,6 +25,7 @@ from solvers import BenchError, ProblemError
 from solvers.timing import check_repeats
 
 from bench.analysis import decide as decide_pass
+from bench.analysis.recommend import Thresholds
 from bench.engine import grid, rundir
 from bench.options import comma_list
 from bench.engine.run import Run, cell_title, execute
@@ -175,6 +176,8 @@ def run(
                                           "recommend's question per family, kind and device with fresh cases "
                                           "(default: on for --preset default without --family or --solver)"),
     decide_budget: float = typer.Option(90.0, "--decide-budget", help="seconds for the deciding cells together"),
+    budget_us: float = typer.Option(1000.0, "--budget-us", help="the deciding pass's time budget: median end-to-end "
+                                                               "microseconds per case (recommend's --budget-us)"),
     config: Optional[Path] = typer.Option(None, "--config", help="a saved grid (TOML: the grid options under their names, see docs/usage.md); options given here win; every run saves its own as <run>/grid.toml"),
 ) -> None:
     """Run the grid families x solvers x dtypes x devices x sizes; one worker process per cell.
@@ -190,11 +193,14 @@ def run(
         chosen = _grid_options(ctx, config, values)
         cells, skipped, timeout = _plan(values, chosen)
         _check_engine_options(workers, scheduler, decide_budget)
+        Thresholds(budget_us=budget_us)  # ProblemError naming budget_us
         if resume:
             cells, skipped, timeout, chosen = _resumed_grid(ctx, out, run_id, cells, timeout, chosen, config)
         if decide is None and resume:  # a resumed run continues the deciding pass it recorded
-            budget = Run.open(out, run_id, True).recorded_decide_budget
-            decide, decide_budget = (True, budget) if budget else (None, decide_budget)
+            recorded = Run.open(out, run_id, True).recorded_decide
+            if recorded:
+                decide, decide_budget = True, float(recorded.get("budget_s", decide_budget))
+                budget_us = float(recorded.get("budget_us", budget_us))
     except BenchError as exc:
         _fail(_cli_names(str(exc)))
     if not cells:
@@ -204,7 +210,8 @@ def run(
     try:
         outcome = _execute(ctx, cells, skipped, out, run_id, resume, timeout, scheduler=scheduler, workers=workers,
                            exclusive=exclusive, grid_options=chosen,
-                           decider=decide_pass.decider(decide_budget, _announce_deciding) if deciding else None)
+                           decider=decide_pass.decider(decide_budget, _announce_deciding,
+                                                       Thresholds(budget_us=budget_us)) if deciding else None)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: the finished cells are kept; contactbench run --resume "
                       + (f"--run-id {_text(run_id)} " if run_id else "") + "continues the run")

@@ -24,7 +24,8 @@ def cb(*args, cwd, env=None):
 
 @pytest.mark.needs("highs")
 def test_a_run_decides_on_fresh_cases_records_the_answer_and_resumes_without_redoing_it(tmp_path):
-    args = ["run", "-f", "planar-box", "-s", "highs", "--n", "8", "--repeats", "1", "--decide",
+    # a budget no machine misses: the answer turns on the verified outcomes alone
+    args = ["run", "-f", "planar-box", "-s", "highs", "--n", "8", "--repeats", "1", "--decide", "--budget-us", "1e6",
             "--out", tmp_path / "runs", "--run-id", "r"]
     proc = cb(*args, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
@@ -34,6 +35,7 @@ def test_a_run_decides_on_fresh_cases_records_the_answer_and_resumes_without_red
     run = tmp_path / "runs" / "r"
     manifest = json.loads((run / "run.json").read_text())
     [decision] = manifest["decide"]["decisions"]
+    assert manifest["decide"]["budget_us"] == 1e6
     assert decision["config"] == "highs float64 cpu" and decision["cases"] == 2995 and decision["tried"] == 1
     rows = pd.concat(pd.read_parquet(p) for p in run.glob("*.parquet"))
     screening, deciding = rows[rows["n_scenes"] == 8], rows[rows["n_scenes"] == 2995]

@@ -130,17 +130,18 @@ def as_records(decisions: list[Decision]) -> list[dict]:
     return [asdict(d) for d in decisions]
 
 
-def decider(budget_s: float, on_deciding: Callable[[float], None] | None = None):
+def decider(budget_s: float, on_deciding: Callable[[float], None] | None = None,
+            thresholds: recommend.Thresholds = recommend.Thresholds()):
     """The deciding pass as ``bench.engine.run.execute`` takes it: over the screening cells'
-    rows of the run directory, ``decide`` within ``budget_s`` seconds (first
-    ``on_deciding(budget_s)``); returns ``(decisions, run.json record)``."""
+    rows of the run directory, ``decide`` at ``thresholds`` within ``budget_s`` seconds
+    (first ``on_deciding(budget_s)``); returns ``(decisions, run.json record)``."""
     def run_pass(run_dir, cells: list, run_more: Callable[[list], list]) -> tuple[list, dict]:
         if on_deciding is not None:
             on_deciding(budget_s)
         rows = results.load([run_dir])
         rows = rows[rows["cell_id"].isin({c.cell_id for c in cells})]
-        decisions = decide(rows, cells, run_more, budget_s)
-        return decisions, {"budget_s": budget_s, "decisions": as_records(decisions)}
+        decisions = decide(rows, cells, run_more, budget_s, thresholds)
+        return decisions, {"budget_s": budget_s, "budget_us": thresholds.budget_us, "decisions": as_records(decisions)}
     return run_pass
 
 

@@ -163,10 +163,10 @@ class Run:
         self.write()
 
     @property
-    def recorded_decide_budget(self) -> float | None:
-        """The deciding pass's budget this run recorded (None: it had none)."""
+    def recorded_decide(self) -> dict:
+        """The deciding pass this run recorded (run.json ``decide``; empty: it had none)."""
         decide = rundir.read_manifest(self.dir).get("decide") if self.resume else None
-        return float(decide.get("budget_s", 0)) or None if isinstance(decide, dict) else None
+        return decide if isinstance(decide, dict) else {}
 
 
 def cell_title(cell: Cell) -> str:
