@@ -33,7 +33,7 @@ from solvers.errors import ProblemError
 
 from bench.engine import gridfile, rundir
 from bench.engine.grid import Cell
-from bench.engine.states import FINISHED, NOT_RUN, CellState, RunState
+from bench.engine.states import FINISHED, CellState, RunState
 from bench.engine.verify import DEFAULT_TOLERANCES
 
 #: ``progress(cells)``: a context that yields ``(on_start, on_done)`` for one batch of cells
@@ -188,16 +188,6 @@ class Outcome:
     results: list
     decisions: list
     state: RunState
-
-    @property
-    def finished(self) -> list:
-        """The results of cells with rows."""
-        return [r for r in self.results if r.state in FINISHED]
-
-    @property
-    def not_run(self) -> list:
-        """The results of cells that never ran here (refused, unavailable, lost)."""
-        return [r for r in self.results if r.state in NOT_RUN]
 
 
 def engine_record(client, embedded: bool, exclusive: bool) -> dict:
