@@ -1,20 +1,16 @@
 """The adapter conformance suite: cases with known answers, and the per-adapter table.
 
-Run by ``tests/test_conformance.py`` on every available adapter and by
-``contactbench check-adapter NAME``. Each case is checked in the project's conventions:
-status; objective, primal and duals where the answer is unique; and always the KKT
-conditions (primal and dual feasibility, stationarity, complementary slackness, strong
-duality), so an answer is judged on its own merits, not only against stored numbers.
-An infeasible case passes with the right status, and if the adapter returns duals they
-must form a Farkas certificate.
+Run by ``tests/test_conformance.py`` on every available adapter and by ``contactbench
+check-adapter NAME``. Each case checks status, objective, primal and duals where the answer
+is unique, and always the KKT conditions, so an answer is judged on its own merits; an
+infeasible case passes with the right status, and duals, if returned, must form a Farkas
+certificate.
 
-Each adapter declares its tolerances, the settings the suite runs it with (only where its
-defaults cannot finish a case) and its known issues on its own class
-(``Adapter.CONFORMANCE``, a ``solvers.Conformance``), so a plug-in adapter declares its
-own: ``(dtype pattern, case pattern) -> reason``, shown as ``known issue`` (pytest
-``xfail``). A known issue that starts passing is reported as ``unexpected pass``, so a
-declaration cannot go stale silently.
-"""
+Each adapter declares on its own class (``Adapter.CONFORMANCE``, a ``solvers.Conformance``)
+its tolerances, the settings the suite runs it with (only where its defaults cannot finish a
+case) and its known issues ``(dtype pattern, case pattern) -> reason``, shown as ``known
+issue`` (pytest ``xfail``). A known issue that starts passing is an ``unexpected pass``, so a
+declaration cannot go stale silently."""
 
 from __future__ import annotations
 

@@ -1,24 +1,17 @@
 """Contact geometry for spatial (3D) hold tests: friction-pyramid generators as wrenches.
 
 Wrench order, used by every 3D family: ``(f_x, f_y, f_z, tau_x, tau_y, tau_z)``, with
-``tau = p x f`` about the origin divided by ``length_scale``. Forces in m*g, moments in
-m*g*l when ``length_scale = l``.
+``tau = p x f`` about the origin divided by ``length_scale`` (forces in m*g, moments in
+m*g*l when ``length_scale = l``).
 
-A point contact at ``p`` with inward unit normal ``n`` (pointing from the environment
-into the body) and friction ``mu`` is approximated by a pyramid of ``edges`` edges
-``n + mu' (cos th_j t1 + sin th_j t2)``, ``th_j = offset + 2 pi j / edges``, each with unit
-normal component (so a contact's normal force is the sum of its edge weights):
-
-* ``inner=True``: ``mu' = mu``, the edges lie on the circular cone and the pyramid is
-  inside it: it can only reject a pose that real friction holds, never accept one it
-  cannot (reach ``mu`` along an edge, ``mu cos(pi / edges)`` midway between edges);
-* ``inner=False``: ``mu' = mu / cos(pi / edges)``, the pyramid circumscribes the cone.
-
-``(t1, t2)`` is a fixed orthonormal basis of the tangent plane with ``(t1, t2, n)`` a
-direct frame: ``t1`` is the unit projection of the first of ``x, y, z`` that is not
-parallel to ``n``. A polygon contact reduces to its vertices (a force's moment is linear
-in its point of application), a segment to its two ends.
-"""
+A point contact at ``p`` with inward unit normal ``n`` and friction ``mu`` becomes a pyramid
+of ``edges`` edges ``n + mu' (cos th_j t1 + sin th_j t2)``, ``th_j = offset + 2 pi j / edges``,
+each with unit normal component (a contact's normal force is the sum of its edge weights).
+``inner=True``: ``mu' = mu``, the pyramid lies inside the circular cone and can only reject a
+pose real friction holds; ``inner=False``: ``mu' = mu / cos(pi / edges)``, it circumscribes
+the cone. ``(t1, t2, n)`` is a direct frame, ``t1`` the unit projection of the first of
+``x, y, z`` not parallel to ``n``. A polygon contact reduces to its vertices, a segment to its
+two ends (a force's moment is linear in its point of application)."""
 
 from __future__ import annotations
 

@@ -1,24 +1,17 @@
 """The 3D cube: a cube touched by 1 to 4 contacts (face patches, edge segments, points).
 
-Frame and units: the cube has half-side ``l = 1`` and its centre of mass at the origin,
-faces at ``x, y, z = +-1``; gravity is ``-z``. Wrench order ``(f_x, f_y, f_z, tau_x,
-tau_y, tau_z)`` (``problems.contacts``), forces in m*g, moments in m*g*l.
-``need = -(gravity wrench + push)``, so a cube with nothing pushing it needs
-``(0, 0, 1, 0, 0, 0)`` from its contacts.
+Frame and units: half-side ``l = 1``, centre of mass at the origin, faces at ``x, y, z =
++-1``, gravity ``-z``. Wrench order ``(f_x, f_y, f_z, tau_x, tau_y, tau_z)``
+(``problems.contacts``), forces in m*g, moments in m*g*l; ``need = -(gravity wrench + push)``,
+so a cube with nothing pushing it needs ``(0, 0, 1, 0, 0, 0)``.
 
-A contact touches one face (``"+x"``, ``"-x"``, ``"+y"``, ``"-y"``, ``"+z"``, ``"-z"``) and
-pushes into the cube along that face's inward normal. Positions on a face are given in
-the face's two in-plane coordinates ``(u, v)`` (for ``"+-x"``: ``(y, z)``; ``"+-y"``:
-``(z, x)``; ``"+-z"``: ``(x, y)``), each in [-1, 1]:
-
-* ``face``: a square patch centred at ``center`` with half-side ``size`` (4 vertices);
-* ``edge``: a segment centred at ``center``, half-length ``size``, direction ``angle`` (2 vertices);
-* ``point``: the point ``center`` (1 vertex).
-
-Each vertex gets an ``edges``-edge friction pyramid (inner by default): up to 4 contacts x
-4 vertices x 8 edges = 128 generators. A contact's optional ``fmax`` limits its total
-normal force (an LP-3 row).
-"""
+A contact touches one face (``"+x"`` ... ``"-z"``) and pushes along its inward normal.
+Positions are the face's in-plane coordinates ``(u, v)`` in [-1, 1] (``+-x``: ``(y, z)``;
+``+-y``: ``(z, x)``; ``+-z``: ``(x, y)``): a ``face`` is a square patch (``center``, half-side
+``size``: 4 vertices), an ``edge`` a segment (``center``, half-length ``size``, direction
+``angle``: 2 vertices), a ``point`` one vertex. Each vertex gets an ``edges``-edge friction
+pyramid (inner by default): up to 128 generators. A contact's optional ``fmax`` limits its
+total normal force (an LP-3 row)."""
 
 from __future__ import annotations
 

@@ -2,25 +2,15 @@
 
 Each file holds standard-form arrays under the names of ``solvers.types``: ``c`` (required),
 ``A_eq``, ``b_eq``, ``A_ub``, ``b_ub``, ``P``, ``lb``, ``cones``, ``cone_mu`` (missing rows
-are empty, a missing ``lb`` is zeros). A file holds one problem (``c`` of shape (n,)) or a
-batch (``c`` (B, n), every other array with the batch axis first, but ``cones`` (K, 3),
-shared). Every problem of a directory must have the same shapes. Files are read in name
-order (problems of a batch file in their order), so a run is reproducible; the first ``n``
-problems are taken (``seed`` is recorded, not used: results name a case by its content
-hash, so runs with other seeds hold the same cases). ``meta`` records the file and the
-index in it.
-
-Only regular files are read (a FIFO or device named ``*.npz`` is refused, never opened),
-and the arrays' decompressed size, read from their headers before any is loaded, may not
-pass ``max_mb`` megabytes for the folder (a small compressed file can hold gigabytes of
-zeros). The ``path`` is made absolute when the spec is parsed.
-
-The kind says what the problems are and must match the files: ``lp`` (no ``P``, no cones),
-``qp`` (no cones) or ``socp`` (cones). A malformed file is refused with a ``ProblemError``
-naming the file and the array. The default ``path`` is the small example directory shipped
-with contactbench (``problems/data/files-example/<kind>``, written by
-``python -m problems.files_example``).
-"""
+empty, a missing ``lb`` zeros): one problem (``c`` (n,)) or a batch (``c`` (B, n), every other
+array batch axis first, ``cones`` (K, 3) shared). All problems of a directory have one shape.
+Files are read in name order and the first ``n`` problems taken (``seed`` is recorded, not
+used); ``meta`` records the file and the index in it. Only regular files are read, and the
+arrays' decompressed size, read from their headers first, may not pass ``max_mb`` for the
+folder. The kind must match the files: ``lp`` (no ``P``, no cones), ``qp`` (no cones) or
+``socp``. A malformed file is a ``ProblemError`` naming the file and the array. The default
+``path`` is the example directory shipped with contactbench (``problems/data/files-example/
+<kind>``, written by ``python -m problems.files_example``)."""
 
 from __future__ import annotations
 

@@ -1,33 +1,18 @@
 """Humanoid gravity compensation in single and double support (seed 001) as a torque QP.
 
-Model: PAL Robotics' TALOS (``talos_reduced.urdf`` from the ``example-robot-data`` wheel,
-loaded with Pinocchio, ``pip install pin example-robot-data``) on a free-flyer base:
-``nv = 38`` (6 base + 32 actuated joints: 2 x 6 legs, 2 torso, 2 x 7 arms, 2 grippers,
-2 head), 90.3 kg. World frame ``z`` up; forces in newtons, moments in newton-metres.
+Model: PAL Robotics' TALOS (``talos_reduced.urdf`` from ``example-robot-data``, loaded with
+Pinocchio) on a free-flyer base: ``nv = 38`` (6 base + 32 actuated), 90.3 kg; world ``z``
+up, newtons and newton-metres. Postures: the SRDF's ``half_sitting`` with every actuated
+joint moved by ``N(0, spread)`` rad, clipped to its limits.
 
-Configurations: the SRDF's ``half_sitting`` posture with every actuated joint moved by
-``N(0, spread)`` radians, clipped to its limits, base at the origin, upright. The feet
-are not required to touch a common floor: the statics below hold for any posture.
-
-Variables ``x = (tau, f_l, f_r)`` in double support (44), ``(tau, f)`` with the standing
-sole's wrench only in single support (38): 32 joint torques, then each standing sole's
-contact wrench ``(force, moment)`` at the sole frame, world-aligned
-(``LOCAL_WORLD_ALIGNED``). Statics without motion (seed 001, eq. 3)::
-
-    [0        J_l,u^T   J_r,u^T] x = g(q)      (6 base rows)
-    [I_32     J_l,a^T   J_r,a^T]                (32 joint rows)
-
-``g(q)`` is Pinocchio's generalized gravity; ``u`` / ``a`` are the base / actuated rows of
-the transposed sole Jacobians (the left sole's Jacobian is zero on right-leg joints and
-vice versa: separate branches of the tree). In single support the lifted foot has no
-variables, the equality block is square and the standing foot's wrench is the unique
-``J_u^-T g_u``. The support is a batch parameter (one problem shape per batch). Objective
-``0.5 x@P@x`` with ``P = diag(1 on torques, eps on wrenches)``
-(minimise torques first, wrenches with a small weight). Bounds: ``f_z >= 0`` on each sole
-(``lb = 0`` there, every other variable free). Optional rows: ``friction`` adds each sole's
-inner 4-sided pyramid ``|f_x|, |f_y| <= mu / sqrt(2) f_z``; ``torque_limits`` adds
-``|tau_j| <= effort limit_j`` from the URDF.
-"""
+Variables ``x = (tau, f_l, f_r)`` (44) in double support, ``(tau, f)`` (38) in single: 32
+joint torques, then each standing sole's wrench ``(force, moment)`` at the sole frame,
+world-aligned. Statics (seed 001, eq. 3): ``[0, J_u^T; I, J_a^T] x = g(q)`` (6 base rows,
+32 joint rows; ``g`` Pinocchio's generalized gravity, ``u`` / ``a`` the base / actuated rows
+of the transposed sole Jacobians). Objective ``0.5 x@P@x``, ``P = diag(1 on torques, eps on
+wrenches)``; bounds ``f_z >= 0``. ``friction`` adds inner 4-sided pyramids
+``|f_x|, |f_y| <= mu / sqrt(2) f_z``, ``torque_limits`` the URDF's ``|tau_j| <= effort_j``.
+The support is a batch parameter (one shape per batch). In full: docs/problems.md."""
 
 from __future__ import annotations
 

@@ -1,27 +1,18 @@
 """Near-boundary sampling: scenes within +-eps of the support boundary along one parameter.
 
-These are the cases where float32 solvers break. For each case a random base scene is
-drawn, the support boundary is located along one scalar parameter with a float64
-decider, and the parameter is drawn uniformly within ``+-eps`` of it, so about half of
-the cases are supported. ``meta`` records the parameter, the boundary value and the
-signed ``distance`` to the boundary (positive on the supported side), and flags
-``ambiguous`` cases (``|distance| < 1e-9``) that sit on the boundary even at float64.
+These are the cases where float32 solvers break. Each case draws a base scene, locates its
+support boundary along one scalar parameter with a float64 decider, and draws the parameter
+uniformly within ``+-eps`` of it, so about half are supported. ``meta`` records the
+parameter, the boundary and the signed ``distance`` (positive on the supported side), and
+flags ``ambiguous`` cases (``|distance| < 1e-9``).
 
-* ``base="planar-box"``: the box stands on its right corner B and a disk pushes +x on
-  its left face at height ``h``, the parameter (in l, as in seed 002's "within 2 mm of
-  disk height": with a 10 cm box, ``l`` = 5 cm and 2 mm = 0.04 l, the default ``eps``).
-  The disk has friction and no force limit (the exact planar test applies). With both
-  corners down an unlimited disk holds almost any pose, and on corner A it never can, so
-  only corner B has a boundary in disk height. The boundary is found by bisection on a
-  grid bracket with the exact planar test (``problems.planar_exact``).
-* ``base="cube-3d"``: the parameter is the magnitude ``s`` of a push ``s u`` along a
-  random unit wrench direction ``u`` on a cube that holds under gravity alone; the
-  boundary ``s*`` is the exit distance of ``need`` along ``-u``, one float64 LP-2 (``eps``
-  default 0.01 m*g). Candidates come in blocks: ``cube.sample`` draws a block's base scenes
-  as arrays, and HiGHS (the reference solver, ``highs``) decides the block's LP-1s and
-  exit LPs as two batches (generator version 3; version 2 drew and solved candidate by
-  candidate with scipy's HiGHS and drew other numbers for a seed).
-"""
+* ``base="planar-box"``: the box on corner B, held by a frictional disk with no force limit
+  on its left face; the parameter is the disk height (``eps = 0.04 l``: seed 002's "within
+  2 mm" for a 10 cm box), the boundary found by bisection with the exact planar test.
+* ``base="cube-3d"``: the parameter is the magnitude ``s`` of a push ``s u`` along a random
+  unit wrench direction on a cube that holds under gravity; the boundary is one float64
+  exit LP (``eps = 0.01 m*g``). Candidates come in blocks, decided by HiGHS as batches
+  (generator version 3). In full: docs/problems.md."""
 
 from __future__ import annotations
 

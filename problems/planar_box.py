@@ -1,23 +1,17 @@
 """The planar box: a square box on the floor, optionally pushed by a disk on its left face.
 
-Frame and units (documented once, used by every planar family):
+Frame and units (used by every planar family): x to the right, z up; half-side ``l = 1``,
+centre of mass at the origin, floor corners ``A = (-1, -1)``, ``B = (+1, -1)``. Wrench order
+``(f_x, f_z, tau_y / l)``, forces in m*g, moments in m*g*l, ``tau_y = p_z f_x - p_x f_z``.
+``need = -(gravity + push)``, gravity on a floor tilted by ``tilt`` rad (positive pulls
+towards -x in the box frame) being ``(-sin tilt, -cos tilt, 0)``.
 
-* x to the right, z up; the box has half-side ``l = 1`` and its centre of mass at the
-  origin; floor corners ``A = (-1, -1)``, ``B = (+1, -1)``.
-* Wrench order ``(f_x, f_z, tau_y / l)``: forces in m*g, moments in m*g*l, with
-  ``tau_y = p_z f_x - p_x f_z`` (the y component of ``p x f``).
-* ``need = -(gravity + push)``: gravity on a floor tilted by ``tilt`` (rad; positive
-  tilt makes gravity pull towards -x in the box frame) is ``(-sin tilt, -cos tilt, 0)``;
-  ``push`` is a known external wrench on the box.
-* Friction cone edges at a contact with inward normal ``n``: ``n + mu t`` (label
-  ``+``) and ``n - mu t`` (label ``-``), unit normal component, where the tangent
-  ``t = (-n_z, n_x)`` is ``n`` rotated by +90 degrees in the x-z plane (floor:
-  ``t = -x``; disk: ``t = +z``). With it the flat box's vertex witness reads
-  ``lam_A+ = lam_B- = 1/2`` as in seed 002.
-* The disk pushes +x on the left face (x = -1) at height ``disk_height`` (0 = height
-  of the centre of mass), with friction ``disk_mu`` and normal-force limit
-  ``disk_fmax`` (an LP-3 row on its two edges).
-"""
+Friction cone edges at a contact with inward normal ``n``: ``n + mu t`` (label ``+``) and
+``n - mu t`` (label ``-``), unit normal component, ``t = (-n_z, n_x)`` (``n`` rotated by +90
+degrees; floor ``t = -x``, disk ``t = +z``), so the flat box's witness reads ``lam_A+ =
+lam_B- = 1/2`` as in seed 002. The disk pushes +x on the left face (x = -1) at height
+``disk_height`` (0: the centre of mass' height), with friction ``disk_mu`` and normal-force
+limit ``disk_fmax`` (an LP-3 row on its two edges)."""
 
 from __future__ import annotations
 

@@ -1,24 +1,17 @@
 """The exact planar hold test (seed 002's "exact test"): enumeration instead of optimisation.
 
-For planar wrenches (d = 3) the cone of the generators ``W`` (3, k) contains ``need`` iff
-some at most 3 generators do (Caratheodory): the test solves every triple (and, for
-degenerate sets, every pair and single) and accepts a non-negative solution as the
-witness. Otherwise it looks for a Farkas plane among the candidates: the planes through
-pairs of generators (normals ``+-w_i x w_j``), the plane orthogonal to ``need``, and the
-planes through one generator orthogonal to ``need``'s rejection from it. A candidate
-``z`` certifies "no" when ``z.w_l >= -tol`` for every generator and ``z.need < -tol``.
+For planar wrenches (d = 3) the cone of the generators ``W`` (3, k) contains ``need`` iff some
+at most 3 generators do (Caratheodory): the test solves every triple (and, for degenerate
+sets, every pair and single) and accepts a non-negative solution as the witness. Otherwise
+it looks for a Farkas plane among the candidates (planes through pairs of generators, the
+plane orthogonal to ``need``, the planes through one generator orthogonal to ``need``'s
+rejection from it): ``z`` certifies "no" when ``z.w_l >= -tol`` for every generator and
+``z.need < -tol``. The signed Euclidean margin, asked for apart, is the distance from
+``need`` to the cone's boundary when supported and minus its distance to the cone when not.
 
-The signed Euclidean margin is the distance from ``need`` to the cone's boundary when
-supported (the smallest ``z.need`` over facet normals; 0 when the cone is flat; the cap
-when the cone is all of R^3) and minus the distance to the cone when not (nearest point
-among the origin, the generator rays and the 2-faces). Vectorised over the batch, written
-once against an array namespace: ``decide`` runs it with numpy, ``decide_codes`` with any
-namespace (``jax.numpy`` under ``jax.jit`` for a batch on a device). It takes no force
-limits. The decision uses closed forms on per-component arrays (Cramer's rule, 2 x 2
-normal equations, dot and cross products): about 1 us per planar scene with numpy at
-B = 4,096 on one core; the margin, which needs an SVD and the 2-face projections, is
-computed only when asked for.
-"""
+Vectorised over the batch and written once against an array namespace: ``decide`` runs it
+with numpy, ``decide_codes`` with any namespace (``jax.numpy`` under ``jax.jit``). It takes
+no force limits."""
 
 from __future__ import annotations
 

@@ -1,37 +1,18 @@
 """Quadruped contact-force distribution (seed 000): the QP, its SOCP form, and its hold test.
 
-Frame and units (seed 000's): body frame with ``x`` forward, ``y`` up, ``z = x cross y``
-to the robot's right; forces in newtons, moments in newton-metres. The body centre is
-``height`` metres above the ground; the feet stand at ``(+-HALF_LENGTH, -height,
-+-HALF_WIDTH)`` in the body frame::
+Body frame ``x`` forward, ``y`` up, ``z = x cross y`` to the right; newtons and newton-metres.
+The feet stand at ``(+-HALF_LENGTH, -height, +-HALF_WIDTH)``; the wrench rows are written about
+the ground point under the body centre (seed 000's demo): ``sum_i f_i = (push_x, weight,
+push_z)``, ``sum_i p_i x f_i = (roll, 0, pitch)``. Variables ``x = (f_FL, f_FR, f_BL, f_BR)``,
+each ``(f_x, f_y, f_z)``, all free; a swing foot's columns are zero, so every case of a batch
+has one shape whatever its stance. Kinds: ``qp`` (minimise ``sum |f_i|^2`` within inner
+``edges``-sided pyramids ``cos(phi_k) f_x + sin(phi_k) f_z <= mu cos(pi / edges) f_y``),
+``socp`` (circular cones ``|(f_x, f_z)| <= mu f_y``) and ``lp1`` (the stance's hold test with
+the same pyramids, in units of ``weight`` and ``weight * HALF_LENGTH``).
 
-    FL (+0.20, -h, -0.15)   FR (+0.20, -h, +0.15)
-    BL (-0.20, -h, -0.15)   BR (-0.20, -h, +0.15)
-
-The wrench rows are written about ``O``, the ground point under the body centre (foot
-lever arms ``(x_i, 0, z_i)``), as in seed 000's demo, where a horizontal push adds no
-lean. The feet must together exert the desired wrench::
-
-    sum_i f_i           = F_des = (push_x, weight, push_z)
-    sum_i p_i x f_i     = M_des = (roll, 0, pitch)          (moments about O)
-
-Variables ``x = (f_FL, f_FR, f_BL, f_BR)``, each ``(f_x, f_y, f_z)`` (12, all free). A
-swing foot's columns of the wrench rows are zero, so it carries no force at the optimum
-(the objective ``sum |f_i|^2``, ``P = 2 I``, is strictly convex); every case of a batch
-has the same shape whatever its stance. Friction, per foot:
-
-* ``pyramid`` (QP): the inner ``edges``-sided pyramid, rows
-  ``cos(phi_k) f_x + sin(phi_k) f_z <= mu cos(pi / edges) f_y``, ``phi_k = 2 pi k / edges``
-  (for 4 edges: ``|f_x|, |f_z| <= mu / sqrt(2) f_y``, seed 003's inner pyramid); these rows
-  imply ``f_y >= 0``;
-* ``circular`` (SOCP): ``|(f_x, f_z)| <= mu f_y`` as a second-order cone.
-
-The hold test (``lp1``) asks whether the stance feet can realise the wrench at all, with
-the same inner pyramids as generators, in units of ``weight`` and ``weight * HALF_LENGTH``.
-A two-foot stance makes the wrench rows rank-deficient (rank 5): the moment about the
-line through the two feet is fixed by the force, so most two-foot wrenches are
-infeasible; ``sample`` makes half of them consistent.
-"""
+``sample`` draws ``draw="controller"`` (a share ``feasible`` built feasible, the rest stress
+draws) or ``draw="stress"`` (seed 000's sampler; case 0 its overload); ``scene`` builds one
+named case. Frames, draws and figures in full: docs/problems.md, "quadruped"."""
 
 from __future__ import annotations
 

@@ -1,44 +1,18 @@
 """Alternating projections for contact-force distribution (seed 000's method), in JAX.
 
-The problem it solves is the force-distribution SOCP::
+It solves the force-distribution SOCP alone: minimise ``sum_i |f_i|^2`` subject to the wrench
+rows ``A_eq f = b_eq`` and one circular friction cone per contact, every variable free, no
+``A_ub`` rows, ``cones`` covering every variable once; anything else is refused with
+``ProblemError`` (``Capabilities.structures = ("force-socp",)``).
 
-    minimise    sum_i |f_i|^2        (P = p * I with p > 0, c = 0)
-    subject to  A_eq f = b_eq        (the net wrench: sum f_i = F, sum p_i x f_i = M)
-                |f_i,t| <= mu_i f_i,n  (one circular friction cone per contact)
-
-given in the project's standard form with every variable free (``lb = -inf``), no
-``A_ub`` rows, and ``cones`` covering every variable exactly once; anything else is
-refused with ``ProblemError`` (``Capabilities.structures = ("force-socp",)``).
-
-Each iteration is a min-norm step onto the affine set (``f - A^+ (A f - b)``, ``A^+`` the
-Moore-Penrose pseudo-inverse, so rank-deficient two-foot stances are fine) followed by the
-exact Euclidean projection of each contact force onto its cone. In the plane
-``(f_n, |f_t|)`` a point outside both the cone and its polar is projected onto the cone's
-boundary line, whose unit direction is ``(cos th, sin th)`` with ``th = atan(mu)``:
-``s = f_n cos th + |f_t| sin th``, ``(f_n, |f_t|) <- s (cos th, sin th)``; a point in the
-polar cone (``mu |f_t| <= -f_n``) goes to 0.
-
-The answer is the last affine iterate, so the wrench equality holds to rounding. Cone
-utilisation ``|f_t| / (mu f_n)`` of that iterate decides: at most ``1 + tol`` for every
-contact -> ``OPTIMAL`` (native status ``feasible``), otherwise, when the iteration cap is
-reached, ``INFEASIBLE`` (native ``cone_utilization>1``): a feasible case that converges too
-slowly for the cap is rejected, and the report counts it as a false reject. The wrench
-residual is never the test: the affine step drives it to ~0 whether or not the cones hold.
-Each case's largest utilisation is in ``extras["max_utilization"]``.
-
-One addition to seed 000's test: the affine step reaches the wrench only when the wrench
-rows are consistent. A two-foot stance makes them rank-deficient, and for most wrenches
-no force pair realises them; the pseudo-inverse step then returns the least-squares point,
-whose cone utilisation can be well below 1. So a case whose equality residual after the
-affine step exceeds ``tol * (1 + |b|_inf)`` is ``INFEASIBLE`` too (native
-``wrench_unreachable``).
-
-``method="ap"`` (default) stops at the first feasible point: a feasible force set, *not*
-the min-norm optimum, and the report shows the objective gap. ``method="dykstra"`` adds
-Dykstra's correction terms and converges to the projection of 0 onto the intersection,
-which is the optimum; it iterates until the iterate also stops moving (step <= tol * (1 + |b|_inf)). No duals are
-returned (NaN).
-"""
+Each iteration is a min-norm step onto the affine set (``f - A^+ (A f - b)``, so
+rank-deficient two-foot stances are fine), then each force's exact projection onto its cone.
+The answer is the last affine iterate: ``OPTIMAL`` (native ``feasible``) when every cone
+utilisation ``|f_t| / (mu f_n)`` is at most ``1 + tol``, else ``INFEASIBLE`` at the iteration
+cap (``cone_utilization>1``) or where the wrench rows cannot be met (``wrench_unreachable``).
+``method="ap"`` stops at the first feasible point, ``method="dykstra"`` converges to the
+min-norm optimum. No duals (NaN); ``extras["max_utilization"]`` per case. The projection and
+stopping rules in full: docs/adapter-findings.md."""
 
 from __future__ import annotations
 

@@ -1,26 +1,17 @@
 """The adapter base class: settings, validation, and the prepare / run / collect phases.
 
-An adapter module ``solvers/<name>_.py`` defines one subclass of ``Adapter`` and
-exposes it as ``ADAPTER``, plus the module-level ``NAME``, ``CAPABILITIES``,
-``SETTINGS``, ``solve`` and ``solve_batch`` (``module_api`` builds the last two).
+An adapter module ``solvers/<name>_.py`` defines one subclass of ``Adapter`` and exposes it as
+``ADAPTER``, plus the module-level ``NAME``, ``CAPABILITIES``, ``SETTINGS``, ``solve`` and
+``solve_batch`` (``module_api`` builds the last two). Phases, so the harness times only the
+solve: ``prepare(problem)`` (untimed: dtype, device, solver objects); ``run(prepared)``
+(timed: the whole batch, returning when the results are ready); ``collect(raw, prepared)``
+(untimed: a float64 ``BatchSolution`` in the project's sign conventions).
 
-Phases, so that the harness times only the solve:
-
-* ``prepare(problem)``: untimed; convert dtype, move to the device, build solver objects.
-* ``run(prepared)``: timed; solves the whole batch and returns only when the results
-  are ready (JAX adapters call ``jax.block_until_ready``).
-* ``collect(raw, prepared)``: untimed; converts to a float64 ``BatchSolution`` in the
-  project's sign conventions.
-
-``validate(problem)`` (called by ``solve``, ``solve_batch`` and the harness) refuses what
-the adapter cannot take, and what its solver would silently misread: values that are not
-finite after the cast to the adapter's dtype, or at or past the solver's own infinity.
-``finish(raw, prepared)`` is ``collect`` plus the contract every adapter keeps, enforced
-here once: ``Status.OPTIMAL`` implies a finite ``x`` and objective, else the case becomes
-``NUMERICAL_ERROR`` with a message (the native status is kept).
-
-Loop adapters (one native call per case) implement ``solve_one`` and inherit the rest.
-"""
+``validate(problem)`` refuses what the adapter cannot take and what its solver would silently
+misread (values not finite after the cast to its dtype, or at or past its infinity).
+``finish`` is ``collect`` plus the contract every adapter keeps: ``Status.OPTIMAL`` implies a
+finite ``x`` and objective, else the case becomes ``NUMERICAL_ERROR`` (native status kept).
+Loop adapters (one native call per case) implement ``solve_one`` and inherit the rest."""
 
 from __future__ import annotations
 

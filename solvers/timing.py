@@ -1,21 +1,15 @@
 """The one timed-solve routine: the runner, asv and pytest-benchmark all time through it.
 
-``PreparedSolve`` validates and prepares a batched problem (dtype conversion, host to
-device transfer, solver objects); its ``run`` is one solve of the whole batch (JAX adapters
-block until the results are ready inside ``run``); ``finish`` turns the raw answer into a
-float64 ``BatchSolution`` on the host under the base class's status contract.
+``PreparedSolve`` validates and prepares a batched problem (dtype, host to device, solver
+objects); its ``run`` is one solve of the whole batch (JAX adapters block until the results
+are ready); ``finish`` turns the raw answer into a float64 ``BatchSolution`` on the host under
+the base class's status contract.
 
-``timed_solve`` makes two timings of every repeat, both in seconds:
-
-* ``solve``: ``run`` alone, the solver's own work on data already prepared (and, for JAX,
-  already on the device);
-* ``end_to_end``: host NumPy arrays in, ``BatchSolution`` on the host out: validate,
-  prepare, run and finish, every conversion and transfer included. A controller pays this
-  on every tick.
-
-Each repeat prepares afresh, so ``solve`` never reuses what an earlier run left in the
-prepared objects. The first call (JIT compile and warm-up) is timed apart.
-"""
+``timed_solve`` makes two timings of every repeat, in seconds: ``solve`` (``run`` alone, on
+data already prepared and, for JAX, on the device) and ``end_to_end`` (host NumPy arrays in,
+``BatchSolution`` on the host out: validate, prepare, run and finish, every conversion and
+transfer: what a controller pays on every tick). Each repeat prepares afresh, so ``solve``
+never reuses what an earlier run left; the first call (compile and warm-up) is timed apart."""
 
 from __future__ import annotations
 

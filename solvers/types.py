@@ -6,16 +6,12 @@ Standard form (every adapter, every family)::
     subject to  A_eq @ x == b_eq,   A_ub @ x <= b_ub,   x >= lb,
                 ||(x[t1_k], x[t2_k])|| <= mu_k * x[n_k]   for each cone k
 
-``lb`` defaults to zeros (scipy ``linprog``'s bounds); an entry may be ``-inf`` (a free
-variable, e.g. a tangential force or a joint torque). Second-order (friction) cones are
-optional: ``cones`` (K, 3) integer indices ``(n_k, t1_k, t2_k)``, the same for every case
-of a batch, and ``cone_mu`` ([B,] K) their coefficients; only adapters whose
-``CAPABILITIES.socp`` is True accept them.
-
-Duals are sensitivities of the optimal objective to the right-hand sides
-(``y_eq = d obj / d b_eq``, ``y_ub = d obj / d b_ub``), the HiGHS ``row_dual`` /
-scipy ``marginals`` convention, so ``y_ub <= 0`` at an optimum.
-"""
+``lb`` defaults to zeros; an entry may be ``-inf`` (a free variable). Cones are optional:
+``cones`` (K, 3) integer indices ``(n_k, t1_k, t2_k)``, the same for every case of a batch,
+``cone_mu`` ([B,] K) their coefficients; only adapters with ``CAPABILITIES.socp`` take them.
+Duals are sensitivities of the optimal objective to the right-hand sides (``y_eq = d obj / d
+b_eq``, ``y_ub = d obj / d b_ub``: HiGHS' ``row_dual``, scipy's ``marginals``), so ``y_ub <= 0``
+at an optimum."""
 
 from __future__ import annotations
 

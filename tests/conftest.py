@@ -129,6 +129,22 @@ def pytest_runtest_setup(item):
             pytest.skip("needs " + "; ".join(f"{name}: {why}" for name, why in missing.items()))
 
 
+def pytest_collection_modifyitems(config, items):
+    """The tests marked ``slow`` run first: the modules holding any, then the rest, each
+    module kept whole (its module-scoped fixtures are made once) with its slow tests at its
+    head. The parallel lane then ends on quick tests, not on one worker's minute-long test
+    while the other waits."""
+    modules: dict[str, list] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+
+    def slow(item) -> bool:
+        return item.get_closest_marker("slow") is not None
+
+    ordered = sorted(modules.values(), key=lambda group: not any(map(slow, group)))
+    items[:] = [item for group in ordered for item in sorted(group, key=lambda item: not slow(item))]
+
+
 def _mount_tmpfs(path: Path, options: str) -> bool:
     """Mount a tmpfs with ``options`` at ``path``; False where this machine does not allow it."""
     path.mkdir(parents=True, exist_ok=True)

@@ -126,3 +126,18 @@ def test_the_cli_parses_calls_and_prints():
     assert not [n for n in top if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("bench.studies")]
     for call in ("write_manifest", "point_latest", "run_lock", "move_batches", "open_run_dir"):
         assert f"rundir.{call}(" not in source, call
+
+
+def test_every_module_says_what_it_is_in_at_most_16_lines():
+    """A module docstring says what the module is and its contract, briefly; the long form
+    of a contract (frames, verification rules, figures) lives in docs/. Every module of the
+    product has one."""
+    long, missing = [], []
+    for name, path in _modules().items():
+        doc = ast.get_docstring(ast.parse(path.read_text()), clean=False)
+        if doc is None:
+            if path.name != "__init__.py" or path.read_text().strip():
+                missing.append(name)
+        elif len(doc.strip().splitlines()) > 16:
+            long.append(f"{name}: {len(doc.strip().splitlines())} lines")
+    assert long == [] and missing == []

@@ -23,7 +23,8 @@ def test_gpu_check_refuses_without_a_gpu_and_dry_runs_every_step_on_the_cpu(tmp_
     assert not (tmp_path / "no").exists()
     out = tmp_path / "dry"
     done = subprocess.run([sys.executable, "-m", "bench.studies.gpu_check", "--device", "cpu", "--sizes", "8",
-                           "--budget", "1200", "--cell-timeout", "120", "--workers", "1", "--out", str(out)],
+                           "--budget", "1200", "--cell-timeout", "120", "--workers", "1", "--adapters", "linrax-hold",
+                           "--out", str(out)],
                           capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, done.stdout + done.stderr
     summary = (out / "summary.md").read_text()
@@ -36,6 +37,10 @@ def test_gpu_check_refuses_without_a_gpu_and_dry_runs_every_step_on_the_cpu(tmp_
         assert re.search(rf"\| {row} +\| linrax-hold +\| +[0-9.]+ +\| +[0-9.]+ +\| \d+/\d+ ", device_table), device_table
     report = (out / "scaling-report" / "report.md").read_text()
     assert "cube-3d" in report and "planar-box" in report
+    assert "linrax-hold" in report and "mpax" not in report  # --adapters: the scaling step's alone
+    from bench.studies import gpu_check
+
+    assert gpu_check.main(["--device", "cpu", "--adapters", " , ", "--out", str(tmp_path / "none")]) == 2
 
 
 def test_a_step_gets_what_the_steps_before_it_left_and_runs_without_gpu_preallocation(tmp_path, monkeypatch, capsys):
@@ -51,7 +56,7 @@ def test_a_step_gets_what_the_steps_before_it_left_and_runs_without_gpu_prealloc
 
     monkeypatch.delenv("XLA_PYTHON_CLIENT_PREALLOCATE", raising=False)
     show = [sys.executable, "-c", "import os; print('prealloc', os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE'))"]
-    monkeypatch.setattr(gpu_check, "steps", lambda out, device, sizes, cell_timeout, workers: [
+    monkeypatch.setattr(gpu_check, "steps", lambda out, device, sizes, cell_timeout, workers, adapters: [
         (name, f"{name}.md", [show]) for name in gpu_check.SHARES])
     assert gpu_check.main(["--device", "cpu", "--budget", "100", "--out", str(tmp_path)]) == 0
     allowed = [float(v) for v in re.findall(r"\(at most (\d+) s\)", capsys.readouterr().out)]
@@ -116,7 +121,7 @@ def test_failed_steps_exit_1_and_bad_budgets_or_a_users_folder_exit_2(tmp_path, 
     from bench.studies import gpu_check
 
     fail = [sys.executable, "-c", "raise SystemExit(3)"]
-    monkeypatch.setattr(gpu_check, "steps", lambda out, device, sizes, cell_timeout, workers: [
+    monkeypatch.setattr(gpu_check, "steps", lambda out, device, sizes, cell_timeout, workers, adapters: [
         (name, f"{name}.md", [fail]) for name in gpu_check.SHARES])
     assert gpu_check.main(["--device", "cpu", "--budget", "30", "--out", str(tmp_path / "check")]) == 1
     assert "| scaling | failed (exit 3) |" in (tmp_path / "check" / "summary.md").read_text()

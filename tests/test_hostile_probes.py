@@ -372,10 +372,11 @@ def test_resume_continues_the_grid_of_grid_toml_when_run_json_is_truncated(tmp_p
 
 def test_a_second_run_with_the_same_id_is_refused_while_the_first_runs(tmp_path):
     mark = tmp_path / "inside"
-    env = {**os.environ, **PLUGINS, "FAKE_SLEEP_S": "30", "FAKE_SLEEP_MARK": str(mark)}
+    env = {**os.environ, **PLUGINS, "FAKE_SLEEP_S": "300", "FAKE_SLEEP_MARK": str(mark)}
     first = subprocess.Popen([sys.executable, "-m", "bench.cli", "run", "-f", "planar-box", "--n", "2", "--repeats",
                               "1", "-s", "fake-sleepy", "--out", str(tmp_path / "runs"), "--run-id", "same"],
-                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 240
         while not mark.exists() and time.monotonic() < deadline and first.poll() is None:
@@ -388,8 +389,9 @@ def test_a_second_run_with_the_same_id_is_refused_while_the_first_runs(tmp_path)
         res = cb("run", "--resume", "--run-id", "same", "--out", tmp_path / "runs", cwd=tmp_path)
         assert res.returncode == 2 and "is being written by another contactbench process" in res.stdout, res.stdout
     finally:
-        first.send_signal(signal.SIGINT)
-        first.wait(60)
+        os.killpg(first.pid, signal.SIGINT)  # a terminal's Ctrl-C: the whole group
+        first.communicate(timeout=60)
+    assert first.returncode == 130  # stopped mid-solve, not when the sleep ended
     manifest = json.loads((tmp_path / "runs" / "same" / "run.json").read_text())
     assert "fake-sleepy" in manifest["command"]  # only the first run wrote it
 

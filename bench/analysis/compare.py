@@ -1,30 +1,17 @@
 """``contactbench compare BASE NEW``: did it get slower, less correct or less safe, and is
 the difference real?
 
-For every configuration present in both runs (solver spec, dtype, device, family, kind and
-batch size): the ratio of the median end-to-end times per case, NEW over BASE, with its
-percentile-bootstrap interval over the timed repeats (``bench.analysis.stats.ratio_interval``), and
-per outcome the change of its rate (NEW minus BASE, distinct cases, ``bench.analysis.results``)
-with a conservative interval (the difference of the two Clopper-Pearson intervals). The
-verdicts of a row:
-
-* ``slower`` / ``faster`` when the time-ratio interval lies wholly beyond the threshold
-  (above ``threshold``, below ``1 / threshold``); where either run has too few repeats for
-  an interval, when the plain ratio does, marked ``(no interval)``;
-* ``less correct`` / ``more correct`` when a one-sided two-proportion test (Fisher's exact,
-  ``bench.analysis.stats.rate_increase_p``) finds the change at level ``1 - confidence``;
-* ``less safe`` / ``safer`` likewise for the false-accept rate; ``new false accepts`` where
-  NEW has false accepts and BASE had none, however few (a rare event is never ``same``);
-* ``failed`` where every case of the configuration failed in NEW but not in BASE;
-* else ``same``.
-
-``worse`` is any of slower, less correct, less safe, new false accepts, failed; a
-configuration of BASE missing in NEW is worse too. Configurations present in one run only
-are listed apart. ``notes`` says where the runs differ in what may explain a difference:
-the machine (host, CPU), the engine layout (workers, cells at once, exclusive), the grid
-(seed, repeats, timeout, preset: ``run.json``'s ``grid``), package versions, XLA and
-allocator settings.
-"""
+For every configuration in both runs (solver spec, dtype, device, family, kind, batch size):
+the ratio of the median end-to-end times per case, NEW over BASE, with its bootstrap interval
+over the timed repeats (``bench.analysis.stats.ratio_interval``), and per outcome the change of
+its distinct-case rate with a conservative interval. Verdicts: ``slower`` / ``faster`` (the
+time interval wholly beyond ``threshold``; the plain ratio, marked, without repeats);
+``less correct`` / ``more correct`` and ``less safe`` / ``safer`` (a one-sided Fisher test at
+``1 - confidence``); ``new false accepts`` (NEW has some, BASE none: a rare event is never
+``same``); ``failed`` (every case failed in NEW only); else ``same``. ``worse`` is any of
+slower, less correct, less safe, new false accepts, failed, or a BASE configuration missing
+in NEW. ``notes`` names where the runs differ in what may explain a difference: machine,
+engine layout, grid, package versions, XLA and allocator settings."""
 
 from __future__ import annotations
 

@@ -1,25 +1,17 @@
 """``contactbench recommend``: which configurations may a controller use, and how sure are we?
 
-A *configuration* here is solver label (name and settings) x device x dtype (x machine when
-runs of several hosts are merged), on one family, kind and batch size. It **qualifies** when,
-at the confidence level, the one-sided Clopper-Pearson upper bound of each of its error
-rates is within its threshold and its median end-to-end time per case fits the budget:
-
-* ``false_accept`` (unsafe: "the contacts hold" when they do not, or forces that break a
-  constraint) at most ``max_false_accept``;
-* ``uncertain`` + ``failed`` (no verified answer) at most ``max_uncertain``;
-* ``false_reject`` + ``suboptimal`` (safe but wrong) at most ``max_wrong``.
-
-A configuration that does not qualify is **out** (an observed rate already at or above a
-threshold, or over budget) or **open** (no rule broken, but too few cases to show the bound:
-``needed_cases`` says how many a rerun needs if the rates stay as observed, ``needed_n`` the
-``--n`` in scenes). Where the family holds a fixed set (a ``files`` folder: ``family_cases``
-in the rows), a rerun cannot take more scenes than it holds: such an open configuration is
-*undecided* by a rerun, and its reason says the best bound the whole set can show and what
-would decide instead (more problems, a looser threshold). Rates count distinct cases, each once with its worst outcome
-(``bench.analysis.results``). Every number comes from verified outcomes: a solver's own status flag
-never decides anything here.
-"""
+A configuration (solver label x device x dtype, x machine when hosts are merged), on one
+family, kind and batch size, **qualifies** when, at the confidence level, the one-sided
+Clopper-Pearson upper bound of each error rate is within its threshold and its median
+end-to-end time per case fits the budget: ``false_accept`` (unsafe) at most
+``max_false_accept``; ``uncertain`` + ``failed`` (no verified answer) at most
+``max_uncertain``; ``false_reject`` + ``suboptimal`` (safe but wrong) at most ``max_wrong``.
+Otherwise it is **out** (an observed rate already at or above a threshold, or over budget)
+or **open** (too few cases to show the bound: ``needed_cases`` and ``needed_n`` say how many
+a rerun needs); on a fixed set (a ``files`` folder) an open configuration is *undecided*,
+and its reason says what would decide it. Rates count distinct cases, each once with its
+worst outcome (``bench.analysis.results``); a solver's own status flag never decides
+anything here. In full: docs/recommend.md."""
 
 from __future__ import annotations
 

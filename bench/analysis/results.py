@@ -1,27 +1,15 @@
 """The results table: the one owner of how cell rows are loaded, named, counted, ranked and
 written as numbers. ``report``, ``publish`` and ``recommend`` are presenters over it.
 
-* **Loading** (``load``, ``prepare``): every readable cell row of some runs
-  (``bench.engine.rundir.load_cells``), with ``config`` (the configuration label), ``case_id`` (the
-  case key) and ``rank_us`` (the ranking time).
-* **A configuration** is solver label (name and settings) x dtype x device, and the host
-  when runs of several machines are merged (``config_label``).
-* **The ranking time** is the median end-to-end microseconds per case where the run
-  measured it, else the solve's (runs before end-to-end timing) (``ranking_time_us``; the
-  timed repeats behind its interval follow the same rule, ``repeat_column``).
-* **A case is named by its content** (``case_ids``: ``kind`` and ``case_hash``); rows of
-  results schema 4 and older have no hash and are named by family, kind, parameters, batch
-  size, seed and index.
-* **One counting rule: distinct cases.** A case answered several times in one group (merged
-  runs, other seeds of a family that ignores the seed) counts once, with its worst outcome
-  (``SEVERITY``): ``case_counts``, and ``summarize``'s ``n`` and outcome counts, which
-  every table is built from.
-* **One ranking rule** (``rank``): fewest false accepts, then most correct, then fastest,
-  by the distinct-case rates; configurations whose intervals overlap on all three share a
-  rank (``mark_ties``).
-* **Number formats**: ``sci`` for rates and bounds, ``us_text`` / ``interval_text`` for
-  microseconds, ``budget_text`` for a budget, ``rank_text`` for a rank with its tie mark.
-"""
+* ``load`` / ``prepare``: every readable cell row of some runs, with ``config`` (the
+  configuration label: solver label x dtype x device, and the host when runs of several
+  machines are merged, ``config_label``), ``case_id`` (``case_ids``: a case is named by its
+  content) and ``rank_us`` (``ranking_time_us``: end to end where measured, else the solve).
+* One counting rule: distinct cases. A case answered several times in one group counts once,
+  with its worst outcome (``SEVERITY``): ``case_counts`` and ``summarize``.
+* One ranking rule (``rank``): fewest false accepts, then most correct, then fastest; ties
+  where the intervals overlap on all three (``mark_ties``).
+* Number formats: ``sci``, ``us_text``, ``interval_text``, ``budget_text``, ``rank_text``."""
 
 from __future__ import annotations
 

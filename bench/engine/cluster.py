@@ -1,24 +1,18 @@
 """Cells on Dask distributed: an embedded ``LocalCluster`` or an existing cluster.
 
-The client (``contactbench run``) generates each problem set once (for its content hash,
-its reference and the rows of a cell that never comes back), computes the references that
-its cache lacks as Dask tasks, and submits one task per cell. A task runs on one worker:
-it regenerates the batch from ``(family, params, n, seed)`` (generators are pure) and
-refuses to run when its content hash differs from the client's, then runs the cell in a
-supervised child process of that worker (``bench.engine.execute.LocalPool``: timeout, crash and
-stall isolation, exactly as on one machine) and returns the rows as an Arrow table (IPC
-bytes). Problem arrays never travel through the scheduler. The client alone writes each
-cell, atomically, under ``results/runs/<run_id>/``.
+The client (``contactbench run``, ``bench.engine.runner``) generates each problem set once,
+computes the references its cache lacks as Dask tasks (in chunks of
+``bench.engine.reference.CHUNK_CASES``), and submits one task per cell. A task regenerates its
+batch from ``(family, params, n, seed)`` (generators are pure) and refuses to run when its
+content hash differs from the client's, runs the cell in a supervised child process
+(``bench.engine.execute.LocalPool``: timeout, crash and stall isolation, as on one machine) and
+returns the rows as Arrow IPC bytes. Problem arrays never travel through the scheduler; the
+client alone writes each cell, atomically.
 
-Placement: a ``gpu`` cell asks for the worker resource ``GPU`` (one cell per GPU at a
-time); with ``--exclusive`` a cell holds a cluster-wide ``distributed.Lock`` named after its
-host while it runs (one timed cell per host). A worker that dies is survived: the scheduler
-retries its cell once on another worker (``distributed.scheduler.allowed-failures`` = 1,
-``DASK_CONFIG``), then the cell is recorded ``failed`` with the reason. A large problem
-set's reference is computed in chunks (``bench.engine.reference.CHUNK_CASES``), one task per chunk,
-so every worker takes part; the answers are scattered once per problem set and a cell's
-task carries only their future. Problem arrays never travel. ``bench.engine.runner`` is the client side.
-"""
+Placement: a ``gpu`` cell asks for the worker resource ``GPU``; with ``--exclusive`` a cell
+holds a cluster-wide lock named after its host while it runs. A worker that dies is
+survived: the scheduler retries its cell once elsewhere (``allowed-failures`` = 1), then the
+cell is recorded ``failed`` with the reason. In full: docs/dask-engine.md."""
 
 from __future__ import annotations
 

@@ -1,23 +1,18 @@
 """A saved grid: ``contactbench run --config grid.toml``.
 
-The file holds the grid options of ``run`` under their option names (all optional)::
+The file holds the grid options of ``run`` under their option names, all optional::
 
-    preset = "default"                          # the preset whose sizes, repeats and timeout apply
+    preset = "default"                          # whose sizes, repeats and timeout apply
     family = ["planar-box", "quadruped[kind=qp]"]
     solver = ["highs", "osqp[high_accuracy]"]
     n = [64, 256]                               # scenes per cell
     dtype = ["float64"]
     device = "cpu"                              # cpu, gpu or auto
-    seed = 0
     repeats = 5
     timeout = 60.0                              # seconds per cell
 
-An option given on the command line wins over the file. Every run records the grid it ran
-(these keys, with what was given: a key left to the preset is absent) under ``grid`` in its
-``run.json`` and as ``grid.toml`` beside it, so ``run --config <run>/grid.toml`` runs the same
-grid again, ``--resume`` continues it and ``contactbench compare`` notes where two runs'
-grids differ.
-"""
+An option on the command line wins over the file. Every run records the grid it ran under
+``grid`` in its ``run.json`` and as ``grid.toml`` beside it (``run --config`` reruns it)."""
 
 from __future__ import annotations
 

@@ -1,30 +1,18 @@
 """The float64 reference of a batch, cached on disk by content hash.
 
-Each kind names its reference (``Kind.reference_solver``: HiGHS for hold LPs and plain
-LPs, Clarabel at 1e-10 for QPs and SOCPs) and turns its answers into reference rows
-(``Kind.reference_rows``); this module runs it and owns the cache.
+Each kind names its reference (``Kind.reference_solver``: HiGHS for hold LPs and plain LPs,
+Clarabel at 1e-10 for QPs and SOCPs) and turns its answers into reference rows
+(``Kind.reference_rows``: ``truth``, ``ref_delta``, ``ref_exit``, ``ref_verdict``, ...); this
+module runs it and owns the cache. A batch of more than ``CHUNK_CASES`` cases is solved and
+cached in chunks keyed by each chunk's own content, so a cluster computes a large reference
+on every worker at once and a grown batch reuses the chunks it shares.
 
-A batch of more than ``CHUNK_CASES`` cases is solved and cached in chunks of that many
-(each chunk's cache entry is keyed by the chunk's own content), so that a cluster computes a
-large reference on every worker at once and a grown batch reuses the chunks it shares.
-
-For LP-1 the reference is ``ref_delta`` (HiGHS' optimum), ``truth`` (``supported`` when
-``ref_delta <= reference_delta``) and ``ref_verdict`` (the verifier's verdict of HiGHS'
-own answer, as a cross-check); cases with ``reference_delta < ref_delta <= ambiguous_delta``
-(unsupported by less than the witness tolerance) are marked ``ambiguous``. For exits it is
-``ref_exit`` (HiGHS' ``t`` when verified, else 0) and ``ref_verdict``: ``verified``,
-``infeasible`` (HiGHS' dual ray passes the Farkas check: support is already lost, the exit
-is 0) or ``uncertain`` (every solver's outcome on such a case is ``uncertain``).
-
-Trust rules:
-
-* the reference solvers are the built-in adapter classes, imported directly; a plug-in
-  that registers the name ``highs`` or ``clarabel`` cannot stand in for them;
-* the cache stores the reference's *answers* (``x``, duals, status) with the solver's
-  identity, version and options in the key, and the rows are recomputed from them by the
-  verifier on every load; a cached entry whose recomputed truth contradicts the truth it
-  was stored with, or that does not read back, is recomputed and replaced.
-"""
+Trust rules: the reference solvers are the built-in adapter classes, imported directly (a
+plug-in registering ``highs`` or ``clarabel`` cannot stand in for them); the cache stores the
+reference's *answers* (``x``, duals, status) with the solver's identity, version and options
+in the key, and the rows are recomputed from them by the verifier on every load; an entry
+whose recomputed truth contradicts the stored one, or that does not read back, is
+recomputed and replaced. What each kind's truth means: docs/verification.md."""
 
 from __future__ import annotations
 

@@ -1,22 +1,18 @@
 """A run's lifecycle, owned in one place: ``Run`` and ``execute``.
 
-A run is a directory ``out/<run id>`` holding one parquet file per cell, its problem sets
-(``batches/``), ``run.json`` (the command, the grid, the cells, the skips, the timeout, the
-tolerances, the engine, the deciding pass and every resumption) and ``grid.toml`` (the grid
-options, for ``run --config``); ``out/latest`` links to the newest run. While a run writes,
-it holds the run's lock (``bench.engine.rundir.run_lock``): two processes never write one
-run. ``--resume`` continues the grid the run recorded, skipping its finished cells.
-
-``execute`` is the whole lifecycle for the CLI and for Python alike, so a run started from
-Python resumes like one started from the command line::
+A run is a directory ``out/<run id>``: one parquet file per cell, its problem sets
+(``batches/``), ``run.json`` (command, grid, cells, skips, timeout, tolerances, engine,
+deciding pass, resumptions) and ``grid.toml``; ``out/latest`` links to the newest run. While a
+run writes it holds the run's lock, so two processes never write one run; ``resume``
+continues the recorded grid, skipping finished cells. ``execute`` is the lifecycle for the
+CLI and for Python alike, so a run started from Python resumes like one from the CLI::
 
     from bench.engine import grid
     from bench.engine.run import execute
 
     cells, skipped = grid.expand(["planar-box"], ["highs"], ["float64"], ["cpu"], [64], 0, 5)
-    outcome = execute(cells, "results/runs", "mine")                 # writes run.json, grid.toml, latest
-    outcome = execute(cells, "results/runs", "mine", resume=True)    # continues it
-"""
+    outcome = execute(cells, "results/runs", "mine")                 # run.json, grid.toml, latest
+    outcome = execute(cells, "results/runs", "mine", resume=True)    # continues it"""
 
 from __future__ import annotations
 

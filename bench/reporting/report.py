@@ -1,28 +1,15 @@
 """Reports: per family x kind x solver x settings x device x dtype x batch size.
 
-Columns: ``n`` (LPs verified), ``correct``, ``false_accept`` (unsafe), ``false_reject``,
-``uncertain``, ``failed`` (counts), ``ms_per_256`` (median milliseconds per 256 scenes
-of the solve alone; an exit cell solves 2d LPs per scene), ``us_per_lp`` (median
-microseconds per LP), ``end_to_end_ms_per_256`` and ``end_to_end_us_per_lp`` (the same,
-host arrays in to a host ``BatchSolution`` out: conversion and transfers included, see
-``solvers.timing``), ``iqr_ms`` (interquartile range of the solve time), ``compile_s``
-(first call minus a steady end-to-end call: JIT compile and warm-up), ``peak_rss_mb``
-(peak resident memory of the cell's process, MiB) and ``device_peak_mb`` (JAX's peak
-device memory, MiB, where the backend reports it). QP / SOCP cells add ``suboptimal`` (feasible but
-farther than ``qp_gap`` from the optimum), ``max_rel_gap`` (largest objective gap to the
-reference over the feasible cases), ``max_primal_res`` (largest relative primal residual)
-and ``max_kkt_res`` (largest relative stationarity residual, where the solver gave duals).
-Rates with bounds (``bench.analysis.intervals``, at the report's confidence level, 95 % by default):
-``cases`` (distinct cases; a case in several merged runs counts once, with its worst
-outcome), per outcome ``o`` ``o_rate`` and its two-sided Clopper-Pearson interval ``o_low`` /
-``o_high``, ``false_accept_bound`` (the one-sided upper bound of the unsafe rate: the safety
-figure) and ``time_low_us`` / ``time_high_us`` (bootstrap interval of the median
-microseconds per case end to end, over the timed repeats); ``rank`` and ``tied`` within
-each family, kind, batch size and device by the one ranking rule (``bench.analysis.results.rank``: fewest false accepts, most
-correct, fastest; ties where the intervals overlap), the same ranks as the dashboard's.
-``rank_deficient_summary`` repeats the outcome counts for cases whose equality rows are
-rank-deficient (two-foot stances), where several solvers break down.
-"""
+Columns: ``n`` and the outcome counts (``correct``, ``false_accept``, ``false_reject``,
+``uncertain``, ``failed``; QP kinds add ``suboptimal`` and their largest gap and residuals);
+the timings (``ms_per_256``, ``us_per_lp``, their ``end_to_end_`` forms, ``iqr_ms``,
+``compile_s``) and memory (``peak_rss_mb``, ``device_peak_mb``); rates counted over distinct
+cases (``bench.analysis.results``) with their Clopper-Pearson intervals at the report's
+confidence level, ``false_accept_bound`` (the safety figure) and the bootstrap interval of
+the time per case; ``rank`` and ``tied`` by the one ranking rule
+(``bench.analysis.results.rank``). ``rank_deficient_summary`` repeats the counts for cases
+whose equality rows are rank-deficient (two-foot stances). Every column's unit:
+docs/timing.md, "The results schema"; the rates: docs/recommend.md."""
 
 from __future__ import annotations
 

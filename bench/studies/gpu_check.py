@@ -1,28 +1,17 @@
 """The GPU check anyone can run: ``make gpu-check`` (``python -m bench.studies.gpu_check``).
 
-On a node with one GPU it writes, under ``--out`` (default ``results/gpu-check``), in at
-most ``--budget`` seconds (default 480, 8 minutes), three measurements, each a bounded step
-(its share of the budget plus what the steps before it left unspent, then it is stopped and
-the next one runs):
+On a node with one GPU it writes, under ``--out`` (default ``results/gpu-check``), within
+``--budget`` seconds (default 480), three bounded steps, each allowed its share of the budget
+plus what the steps before it left: ``device-table.md`` (seed 002's device table,
+``contactbench ablate --table gpu``, with its "LP with margins" rows); ``overhead.md`` (the
+per-phase harness overhead at 65,536 scenes, ``bench.studies.overhead``, the GPU first); and
+``scaling.md`` (the batched JAX adapters on planar-box and cube-3d LP-1, float32, at 256 /
+4,096 / 65,536 scenes, then ``contactbench report``). ``summary.md`` lists each step's state,
+seconds and command, and the host, GPU and JAX versions.
 
-1. ``device-table.md``: seed 002's device table (``contactbench ablate --table gpu``:
-   float32 ms per 256 scenes on CPU and GPU, and the share verified correct), its "LP with
-   margins" rows LP-1 then the exits of the supported scenes from LP-1's bases
-   (``bench.studies.margins``, the exits counted against HiGHS);
-2. ``overhead.md``: the per-phase harness overhead at 65,536 scenes on every device JAX
-   sees, the GPU first, where linrax-hold is also measured in one piece (``chunk=0``,
-   ``GPU_OVERHEAD_ADAPTERS``) (``python -m bench.studies.overhead``; each row is printed as it
-   ends, so a step stopped early keeps the rows it measured);
-3. ``scaling.md``: the batched JAX adapters on planar-box and cube-3d LP-1, float32, at
-   256 / 4,096 / 65,536 scenes on the GPU, every cell bounded by ``--cell-timeout``
-   (``contactbench run`` then ``contactbench report``; the run under ``runs/``).
-
-``summary.md`` lists each step's state, seconds and command, and the host, GPU and JAX
-versions. Without a GPU it stops with exit code 2, unless ``--device cpu`` (the dry run
-this project's tests make: same steps, small sizes with ``--sizes``). Its commands run with
-``XLA_PYTHON_CLIENT_PREALLOCATE=false`` unless you set it (``bench.engine.execute.WORKER_GPU_ENV``):
-they start several JAX processes on the one GPU.
-"""
+Without a GPU it stops with exit code 2, unless ``--device cpu`` (the dry run: the same
+steps at ``--sizes``). Its commands run with ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` unless
+set (``bench.engine.execute.WORKER_GPU_ENV``): several JAX processes share the one GPU."""
 
 from __future__ import annotations
 
@@ -50,8 +39,10 @@ GPU_OVERHEAD_ADAPTERS = ("linrax", "linrax-hold", "linrax-hold[chunk=0]", "qpax"
 SHARES = {"device-table": 0.4, "overhead": 0.2, "scaling": 0.4}
 
 
-def steps(out: Path, device: str, sizes: tuple[int, ...], cell_timeout: float, workers: int) -> list[tuple]:
-    """``(name, output file, [commands])`` of the check (see the module docstring)."""
+def steps(out: Path, device: str, sizes: tuple[int, ...], cell_timeout: float, workers: int,
+          adapters: tuple[str, ...] = ADAPTERS) -> list[tuple]:
+    """``(name, output file, [commands])`` of the check (see the module docstring); ``adapters``:
+    the scaling step's."""
     exe = [sys.executable, "-m"]
     cli = exe + ["bench.cli"]
     runs = str(out / "runs")
@@ -59,7 +50,7 @@ def steps(out: Path, device: str, sizes: tuple[int, ...], cell_timeout: float, w
                      "--device", device, "--n", ",".join(map(str, sizes)), "--repeats", "3",
                      "--timeout", f"{cell_timeout:g}", "--workers", str(workers), "--out", runs,
                      "--run-id", "gpu-scaling"]
-    for adapter in ADAPTERS:
+    for adapter in adapters:
         scaling += ["--solver", adapter]
     device_table = cli + ["ablate", "--table", "gpu", "--repeats", "3", "--timeout", f"{cell_timeout:g}",
                           "--out", runs, "--run-id", "gpu-device-table"]
@@ -120,7 +111,8 @@ def study(out: Path = typer.Option(Path("results/gpu-check"), help="output folde
           sizes: str = typer.Option(",".join(map(str, SIZES)), help="scaling sizes, comma-separated"),
           cell_timeout: float = typer.Option(60.0, "--cell-timeout", help="seconds per cell"),
           workers: int = typer.Option(min(8, os.cpu_count() or 1), min=1,
-                                      help="Dask workers (references in parallel; GPU cells run one at a time)")) -> int:
+                                      help="Dask workers (references in parallel; GPU cells run one at a time)"),
+          adapters: str = typer.Option(",".join(ADAPTERS), help="the scaling step's adapters, comma-separated")) -> int:
     """Seed 002's device table, the harness overhead at 65,536 and a scaling run on one GPU, each step bounded."""
     from solvers.errors import ProblemError
 
@@ -130,6 +122,9 @@ def study(out: Path = typer.Option(Path("results/gpu-check"), help="output folde
     if device not in ("gpu", "cpu"):
         raise typer.BadParameter(f"expected gpu or cpu, got {device!r}", param_hint="--device")
     scaling = tuple(options.comma_ints(sizes, "--sizes"))
+    scaled = tuple(options.comma_list(adapters))
+    if not scaled:
+        raise typer.BadParameter("expected at least one adapter", param_hint="--adapters")
     try:
         check_timeout(budget, "--budget", required=True)
         check_timeout(cell_timeout, "--cell-timeout", required=True)
@@ -145,11 +140,11 @@ def study(out: Path = typer.Option(Path("results/gpu-check"), help="output folde
         return 2
     out.mkdir(parents=True, exist_ok=True)
     (out / OUTPUT_MARKER).write_text("written by contactbench gpu-check; this folder is written over on the next check\n")
-    return _run_steps(out, device, scaling, budget, cell_timeout, workers, gpu)
+    return _run_steps(out, device, scaling, budget, cell_timeout, workers, gpu, scaled)
 
 
 def _run_steps(out: Path, device: str, sizes: tuple[int, ...], budget: float, cell_timeout: float, workers: int,
-               gpu: str | None) -> int:
+               gpu: str | None, adapters: tuple[str, ...] = ADAPTERS) -> int:
     """Run every step within its share of ``budget``, write ``summary.md``; 1 when a step failed or none finished."""
     import jax
 
@@ -162,7 +157,7 @@ def _run_steps(out: Path, device: str, sizes: tuple[int, ...], budget: float, ce
     env = {**os.environ, **worker_gpu_env()}
     unspent = 0.0
     states = []
-    for name, output, commands in steps(out, device, sizes, cell_timeout, workers):
+    for name, output, commands in steps(out, device, sizes, cell_timeout, workers, adapters):
         allowed = SHARES[name] * budget + unspent
         print(f"gpu-check: {name} (at most {allowed:.0f} s) ...", flush=True)
         state, seconds = run_step(commands, out / output, allowed, env)

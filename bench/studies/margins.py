@@ -1,34 +1,18 @@
 """Seed 002's "LP with margins" against LP-1: ``python -m bench.studies.margins`` (``make bench``).
 
-For each of seed 002's reproduction sets (``bench.studies.seed002.REPRODUCTION_SETS``) and a solver
-(``linrax-hold`` float32 by default), side by side in one process, rounds interleaved, the
-median ms per 256 scenes of:
+For each of seed 002's reproduction sets and a solver (``linrax-hold`` float32 by default),
+side by side in one process, rounds interleaved, the median ms per 256 scenes of: ``lp1``
+(LP-1 alone); ``exits_separate`` (the ``exit`` kind's batch, every scene's exits, cold);
+``with_margins`` (LP-1, then the supported scenes' exits from LP-1's final bases:
+``bench.hold.check_batch``'s two ``run`` calls; ``with_margins_e2e`` the whole call);
+``with_margins_shared`` (those exits from the shared phase 1) and ``with_margins_rounds``
+(with ``lean_exits`` off). Ratios are over ``lp1`` (seed 002: 2.3 on its CPU, 1.25 on its
+GPU); the supported scenes' exits are counted against HiGHS float64.
 
-* ``lp1``: the solver's ``run`` on the LP-1 batch;
-* ``exits_separate``: the ``exit`` kind's batch (2d exit LPs of *every* scene, as a cell
-  of kind ``exit`` solves it: it does not know LP-1's answers, so linrax-hold shares one
-  phase 1 per scene and solves cold the exits its certificate does not settle);
-* ``with_margins``: LP-1, then the exits of the scenes its LP-1 verified supported,
-  started from LP-1's final bases (``bench.hold.check_batch``; the two ``run`` calls;
-  an unsupported scene's margin is ``-delta``); ``with_margins_e2e`` is the whole
-  ``check_batch`` call, validation, transfers and verification included;
-* ``with_margins_shared``: the same exits from the shared phase 1 instead (the start
-  ``prepare_exits_from`` replaces), plus LP-1;
-* ``with_margins_rounds`` (linrax-hold with ``lean_exits`` on): the exits from LP-1's bases
-  with ``lean_exits`` off (the reinversion rounds run after their phase 2), plus LP-1.
-
-Ratios are over ``lp1`` (seed 002: 2.3 on its CPU, 1.25 on its GPU). The exits of the
-supported scenes are counted against HiGHS float64 (the ``exit`` kind's reference, its
-outcomes): from LP-1's bases, from the shared phase 1 and, where measured, with the
-rounds. Figures are measured, never asserted; the table is printed as markdown and written
-as CSV with ``--out``.
-
-Each set is measured in a worker process of the cell engine (``bench.engine.execute``), under
-the settings a cell's timings have (XLA:CPU's one-thread pool, single-threaded Eigen, the
-allocator settings; each row records them), so that the ratio measures the solver, not the
-process. A set that wedges XLA is retried once in a fresh worker; one that does not finish
-within ``--timeout`` is a row with its ``state``.
-"""
+Each set runs in a worker process of the cell engine (``bench.engine.execute``) under a
+cell's timing settings; a set that wedges XLA is retried once in a fresh worker, one that
+does not finish within ``--timeout`` is a row with its ``state``. Figures are measured,
+never asserted: printed as markdown, written as CSV with ``--out``."""
 
 from __future__ import annotations
 

@@ -1,23 +1,15 @@
 """What the harness costs around a JAX solve: ``python -m bench.studies.overhead`` (``make bench``).
 
-For each JAX adapter (``linrax``, ``linrax-hold``, ``qpax`` by default), batch size and
-device JAX sees, on planar-box LP-1 in float32: the median milliseconds of each phase of
-one end-to-end solve as a cell times it (``solvers.timing``: ``validate``, i.e.
-``check_standard_form`` and the adapter's checks; ``prepare``, the cast and host-to-device
-transfer; ``run``, the solve; ``finish``, device to host and the float64
-``BatchSolution``), the end-to-end total, and a raw baseline: the adapter's own
-``jit(vmap)`` function called on the same float32 host arrays (host NumPy in, host NumPy
-out, nothing else), in the adapter's pieces where it has a ``chunk`` setting (the table's
-``chunk`` column; ``raw_baseline``). ``ratio`` is end to end over the raw baseline; ``harness %`` is
-(validate + prepare + finish) as a share of ``run``. Rounds are interleaved (adapter, then
-baseline), after as many rounds of the adapter alone (kept if the baseline wedges), and
-the medians are printed as a markdown table. Each configuration runs in a
-worker process of the cell engine (``bench.engine.execute``): a wedged XLA runtime is retried once
-in a fresh process, and a configuration that does not finish is a row with its ``state``.
-
-Figures are measured, never asserted (the targets: on CPU at 65,536, ratio <= 1.15
-for linrax; harness <= 10 % of run for linrax, linrax-hold and qpax).
-"""
+For each JAX adapter (``linrax``, ``linrax-hold``, ``qpax`` by default), batch size and device,
+on planar-box LP-1 in float32: the median milliseconds of each phase of one end-to-end solve
+as a cell times it (``solvers.timing``: ``validate``, ``prepare``, ``run``, ``finish``), the
+end-to-end total, and a raw baseline: the adapter's own ``jit(vmap)`` function on the same
+float32 host arrays, in the adapter's pieces where it has a ``chunk`` setting
+(``raw_baseline``). ``ratio`` is end to end over the baseline; ``harness %`` is (validate +
+prepare + finish) over ``run``. Rounds are interleaved (adapter, then baseline) and the
+medians printed as markdown. Each configuration runs in a worker process of the cell engine
+(``bench.engine.execute``): a wedged XLA runtime is retried once in a fresh process, and one
+that does not finish is a row with its ``state``. Figures are measured, never asserted."""
 
 from __future__ import annotations
 

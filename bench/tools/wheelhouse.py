@@ -1,20 +1,14 @@
 """Wheels for a GPU node with no package index: ``python -m bench.tools.wheelhouse`` (``make wheelhouse``).
 
-GPU nodes of clusters often reach no package index, and ``make gpu-check`` installs from
-PyPI. On a machine that can reach it, with contactbench installed (``make install``), this
-writes into ``--out`` (default ``wheelhouse/``) a wheel of contactbench and the wheels of
-everything ``contactbench[EXTRAS]`` needs, at the versions installed here (those ``make
-test`` passed with), built for the node's Python (``--python-version``) on x86-64 Linux,
-less what the node has already (``--have``: its ``pip freeze`` or ``pip list`` output, or
-``--skip``: names): above all its own JAX with CUDA, which must not be replaced by PyPI's
-CPU build. ``INSTALL.txt`` beside them gives the two commands to run on the node.
-
-The list is the installed distributions' requirements followed from contactbench, with
-each requirement's markers evaluated for the node (its Python version, Linux, x86-64), so
-a backport that only an older Python needs is left out. pip fetches each wheel with
-``--no-deps`` (the list is already whole); a pure-Python package published only as a
-source archive is built into a wheel here. Nothing is installed here.
-"""
+On a machine that reaches PyPI, with contactbench installed, this writes into ``--out``
+(default ``wheelhouse/``) a wheel of contactbench and the wheels of everything
+``contactbench[EXTRAS]`` needs, at the versions installed here, built for the node's Python
+(``--python-version``) on x86-64 Linux, less what the node has (``--have``: its ``pip freeze``,
+or ``--skip``: names), above all its own JAX with CUDA. ``INSTALL.txt`` gives the two commands
+to run on the node. The list follows the installed requirements from contactbench, each
+one's markers evaluated for the node; pip fetches each wheel with ``--no-deps``, and a
+pure-Python package published only as a source archive is built into a wheel here. Nothing
+is installed here."""
 
 from __future__ import annotations
 

@@ -1,21 +1,17 @@
 """The ``Kind`` base class and the kind registry.
 
-A kind is what a batch of problems *is* and what a right answer to it is. It owns, in
-one place:
+A kind is what a batch of problems *is* and what a right answer to it is. It owns, in one
+place: its payload (the per-case arrays beyond the standard form its verifier reads,
+``payload``) and how a batch is built from a family's items (``build``); its float64
+reference (``reference_solver``, ``solve_reference``, ``reference_rows``); its verification
+and outcome rules (``verify``, ``judge``); its result columns (``columns``: name -> pandas
+dtype); its aggregation into report columns (``aggregations``) and any report section of its
+own (``report_sections``).
 
-* its payload: the per-case arrays beyond the standard form that its verifier reads
-  (``payload``), and how a batch of it is built from a family's items (``build``);
-* its float64 reference (``reference_solver``, ``solve_reference``, ``reference_rows``);
-* its verification and outcome rules (``verify``, ``judge``);
-* its result columns (``columns``: name -> pandas dtype);
-* its aggregation into report columns (``aggregations``) and any report section of its
-  own (``report_sections``).
-
-The runner, the reference cache, the report and the dashboard call these and hold no
-branch on a kind's name, so a new kind is one new module: a module of this package that
-defines ``KIND`` is registered when the registry is first read, and a plug-in (a family
-package, a test) calls ``register_kind``.
-"""
+The runner, the reference cache, the report and the dashboard call these and hold no branch
+on a kind's name, so a new kind is one new module: a module of this package that defines
+``KIND`` is registered when the registry is first read, and a plug-in calls
+``register_kind``."""
 
 from __future__ import annotations
 

@@ -1,26 +1,18 @@
 """Kind ``lp1``: one LP-1 hold test per scene (seed 002), ``x = [lam, s+, s-]``.
 
-LP-1 is ``min 1 @ (s+ + s-)`` s.t. ``W lam + s+ - s- = need``, ``B lam <= fmax``, all
-``>= 0``: its optimum ``delta`` is the l1 distance from ``need`` to what the contacts can
-supply (0: supported). A case's ``verdict`` is
-
-* ``supported`` only with a witness: ``lam >= -negative``, ``|W lam - need|_inf <= residual``
-  and (with limits) ``B lam <= fmax + residual``;
-* ``unsupported`` only with a Farkas certificate from the duals ``(y, v) = (y_eq, y_ub)``
-  scaled to unit max-norm: ``W^T y + B^T v <= gap``, ``v <= gap`` and
-  ``need @ y + fmax @ v = value`` with ``certificate_passes(gap, value)`` (then no
-  ``lam >= 0`` can satisfy the test);
-* ``uncertain`` when neither passes (or both do), ``failed`` when neither passes and the
-  answer is not finite.
+LP-1 is ``min 1 @ (s+ + s-)`` s.t. ``W lam + s+ - s- = need``, ``B lam <= fmax``, all ``>= 0``:
+its optimum ``delta`` is the l1 distance from ``need`` to what the contacts can supply (0:
+supported). A verdict is ``supported`` only with a witness (``lam >= -negative``,
+``|W lam - need|_inf <= residual``, limits kept), ``unsupported`` only with a Farkas
+certificate from the duals scaled to unit max-norm (``W^T y + B^T v <= gap``, ``v <= gap``,
+``need @ y + fmax @ v`` passing ``certificate_passes``), ``uncertain`` when neither (or both)
+passes, ``failed`` when neither passes and the answer is not finite.
 
 Reference: HiGHS' ``delta``; ``truth`` is ``supported`` when ``delta <= reference_delta``,
-``unsupported`` when it is larger, ``unknown`` when the reference returned no finite
-``delta`` (a truth the reference did not establish is no class: every verdict on such a
+``unsupported`` when larger, ``unknown`` without a finite ``delta`` (every verdict on such a
 case is ``uncertain``); cases unsupported by less than the witness tolerance are
-``ambiguous`` (a ``supported`` verdict there is correct). Outcomes: ``correct`` (verdict =
-truth), ``false_accept`` (supported, truth unsupported: unsafe), ``false_reject``,
-``uncertain``, ``failed``.
-"""
+``ambiguous`` (``supported`` is correct there). Outcomes: ``correct``, ``false_accept``
+(supported, truth unsupported: unsafe), ``false_reject``, ``uncertain``, ``failed``."""
 
 from __future__ import annotations
 

@@ -3,19 +3,15 @@
 Also the base of the other standard-form kinds (``socp``: friction cones; ``lp``: plain
 LPs), which change only their problem class and reference solver.
 
-Verification (``verify_qp``): relative primal residuals (equalities, inequalities, bounds,
-cones), the KKT stationarity residual where the solver returned duals, the objective
-recomputed from ``x`` and its relative gap to the reference. A case's ``verdict`` is
-``feasible`` (the primal check passes), ``infeasible`` (the duals pass ``farkas_check``,
-cones included: the cone multipliers are reconstructed from ``A^T y``), ``uncertain`` (an
-``x`` that fails the check, or an infeasibility claim without a certificate) or ``failed``
-(no finite ``x`` and no claim). Outcomes (``qp_outcomes``): ``correct`` (feasible within
-``qp_gap`` of the reference optimum, or certified infeasible when the reference is),
-``suboptimal`` (feasible but farther from the optimum), ``false_accept`` (the solver said
-optimal but its forces violate the constraints, or the reference is infeasible: unsafe
-forces), ``false_reject`` (certified infeasible, the reference solved it), ``uncertain``,
-``failed``. Reference: Clarabel at 1e-10 (``high_accuracy``).
-"""
+``verify_qp`` computes relative primal residuals (rows, bounds, cones), the KKT stationarity
+residual where the solver returned duals, and the objective's relative gap to the reference.
+A verdict is ``feasible`` (the primal check passes), ``infeasible`` (the duals pass
+``farkas_check``, cones included), ``uncertain`` (an ``x`` that fails the check, or a claim
+without its proof) or ``failed``. Outcomes (``qp_outcomes``): ``correct`` (feasible within
+``qp_gap`` of the reference optimum, or certified infeasible where the reference is),
+``suboptimal``, ``false_accept`` (forces that break a constraint under an optimal claim, or a
+feasible answer to an infeasible reference: unsafe), ``false_reject``, ``uncertain``,
+``failed``. Reference: Clarabel at 1e-10. The rules in full: docs/verification.md."""
 
 from __future__ import annotations
 
