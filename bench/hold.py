@@ -113,10 +113,10 @@ def prepare_exits(adapter: Adapter, scenes: SceneBatch, held: np.ndarray, lp1_ra
 
 
 #: ``check_batch``'s default block: as many scenes at once as keep one block's exit LPs'
-#: matrices under this many entries (2d exits per scene, each ``d + 1 + L`` rows of ``k + 1``).
-#: 8,192 cube-3d scenes (89 M entries) peaked at 2.3 GB of memory in one call on this project's
-#: 2-core VM, and 65,536 at once would need about 16 GB; a block of 6,193 cube-3d scenes stays
-#: under 2 GB whatever the batch. A planar scene holds 168-210 entries (over 300,000 per block).
+#: matrices under this many entries (2d exits per scene, each ``d + 1 + L`` rows of ``k + 1``):
+#: 6,193 cube-3d scenes, under 2 GB of memory whatever the batch (a cube-3d scene's exits hold
+#: about 10,800 entries; 65,536 scenes at once would need about 16 GB). A planar scene holds
+#: 168-210 entries (over 300,000 scenes per block).
 BLOCK_ENTRIES = 1 << 26
 
 
@@ -126,6 +126,14 @@ def block_scenes(d: int, k: int, limits: int, entries: int | None = None) -> int
     exit LPs' matrices, at least 1."""
     entries = BLOCK_ENTRIES if entries is None else entries
     return max(1, entries // (2 * d * (d + 1 + limits) * (k + 1)))
+
+
+def block_sizes(scenes: int, block: int) -> list[int]:
+    """How ``check_batch`` cuts ``scenes`` scenes into blocks of at most ``block``: in order, as
+    equal as can be (so a batched solver compiles one or two shapes), ``[scenes]`` when
+    they fit one block."""
+    edges = np.linspace(0, scenes, -(-scenes // block) + 1).round().astype(int)
+    return np.diff(edges).tolist()
 
 
 def check_batch(scenes: "SceneBatch | list[HoldScene]", solver: str | Adapter = "highs", margin: bool = True,
@@ -160,7 +168,7 @@ def check_batch(scenes: "SceneBatch | list[HoldScene]", solver: str | Adapter = 
         raise ProblemError(f"block: expected a positive number of scenes solved at once, got {block!r}")
     if S <= block:
         return _check_block(scenes, adapter, margin, tolerances, cap, axes)
-    edges = np.linspace(0, S, -(-S // block) + 1).round().astype(int)  # equal blocks: one compiled shape
+    edges = np.cumsum([0, *block_sizes(S, block)])
     parts = [_check_block(scenes.take(np.arange(begin, end)), adapter, margin, tolerances, cap, axes)
              for begin, end in zip(edges[:-1], edges[1:])]
     joined = {name: np.concatenate([getattr(p, name) for p in parts])

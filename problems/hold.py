@@ -114,10 +114,7 @@ class SceneBatch:
 
     The arrays are held C-contiguous (copied once here when given in another layout, such as
     cube-3d's generators computed as (n, k, 6) and transposed), so every batch built from them
-    and the verifiers' products read memory in order: ``bench.hold.check_batch`` of seed 002's
-    768 3D random scenes took 72.4-73.5 ms against 75.9-76.6 with the transposed W kept (this
-    project's 2-core VM, alternated runs); generating 65,536 cube-3d scenes took the same time
-    either way, within this VM's noise.
+    and the verifiers' products read memory in order.
     """
 
     W: np.ndarray

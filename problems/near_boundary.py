@@ -100,8 +100,8 @@ def _highs(arrays: tuple[np.ndarray, ...]):
     """``(optimal, objective)`` (B,) of a batch of LPs ``(c, A_eq, b_eq, A_ub, b_ub)`` over
     ``x >= 0``, solved in float64 by HiGHS (the project's reference solver, ``highs``; one
     reused ``Highs`` object, no Python object per LP on this side). Presolve is off and one
-    thread runs: on these small dense LPs that is 2.6x faster per LP (0.39 against 1.0 ms for
-    a cube-3d LP-1 on a 2-core VM) and the answer is a basic solution all the same."""
+    thread runs: on these small dense LPs that is the faster setting, and the answer is a
+    basic solution all the same."""
     import solvers
 
     solution = solvers.get("highs", presolve="off", threads=1).solve_batch(*arrays)

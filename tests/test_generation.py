@@ -179,7 +179,7 @@ def test_near_boundary_planar_in_arrays_gives_the_scene_by_scene_samplers_bytes(
     """near-boundary (base planar-box) builds, decides and bisects its candidate blocks as
     arrays and bisects only the candidates it keeps; it draws the same numbers in the same
     order as the scene-by-scene sampler before it (one ``planar_box.scene`` per candidate and
-    height: 73.6 s for 4,096 scenes on this 2-core VM, 2.0 s now), so a seed gives the same
+    height), so a seed gives the same
     scenes and meta, bit for bit (on x86-64, where numpy's scalar and array ``uniform`` round
     alike)."""
     old_scenes, old_meta = near_boundary_planar_scene_by_scene(n, seed, **params)
@@ -237,8 +237,8 @@ def test_quadruped_version_recorded_and_consistent_torques_are_realisable():
                                                                            s.height), rtol=1e-12, atol=1e-12)
 
 
-#: near-boundary's cube-3d version 2 solves two scipy LPs per candidate (23 ms per kept
-#: scene on this 2-core VM), so its sample is smaller than ``N``
+#: near-boundary's cube-3d version 2 solves two scipy LPs per candidate (tens of ms per kept
+#: scene), so its sample is smaller than ``N``
 N_NEAR_CUBE = 1_500
 
 

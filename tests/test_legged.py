@@ -309,8 +309,8 @@ def test_standard_form_rejects_bad_bounds_and_cones():
 @pytest.mark.parametrize(("n", "seed", "params"), [(200, 0, {}), (40, 3, {"edges": 7, "height": 0.45}),
                                                    (16, 1, {"stance": "FL,BR"})])
 def test_quadruped_hold_tests_built_as_arrays_are_each_scenes_own_bytes(n, seed, params):
-    """``quadruped.hold_batch`` (the ``lp1`` kind's builder: 5.5 s -> 0.8 s for 4,096 scenes on
-    a 2-core VM) gives every scene's ``QuadrupedScene.hold`` byte for byte, swing feet's zero
+    """``quadruped.hold_batch`` (the ``lp1`` kind's builder, as arrays) gives every scene's
+    ``QuadrupedScene.hold`` byte for byte, swing feet's zero
     columns included, so a seed's LP-1 batch is what it was."""
     from problems.hold import SceneBatch
 

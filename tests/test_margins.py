@@ -358,29 +358,21 @@ def test_check_batch_names_a_wrong_argument():
 
 @pytest.mark.parametrize("family", ["planar-box", "cube-3d"])
 def test_check_batch_in_blocks_answers_as_in_one_and_bounds_its_blocks(family, monkeypatch):
-    """A batch larger than ``block`` scenes is solved in equal blocks, joined in order, with
-    HiGHS' answers bit for bit those of one call (linrax-hold's too on planar scenes, whose
-    products are elementwise); the default block keeps a block's exit matrices under
-    ``BLOCK_ENTRIES`` (8,192 cube-3d scenes at once peaked at 2.3 GB, 65,536 would need 16)."""
+    """A batch larger than ``block`` scenes is solved in equal blocks (``block_sizes``), joined
+    in order, with HiGHS' answers bit for bit those of one call (linrax-hold's too on planar
+    scenes, whose products are elementwise); the default block keeps a block's exit matrices
+    under ``BLOCK_ENTRIES`` (8,192 cube-3d scenes at once peaked at 2.3 GB, 65,536 would need 16)."""
     from bench import hold
 
     scenes = _scenes(family, 23, seed=5)
-    sizes = []
-    real = hold._check_block
-
-    def counting(block_scenes, *args):
-        sizes.append(len(block_scenes))
-        return real(block_scenes, *args)
-
-    monkeypatch.setattr(hold, "_check_block", counting)
+    assert hold.block_sizes(23, 5) == [5, 4, 5, 4, 5]  # equal blocks (one or two compiled shapes), in order
+    assert hold.block_sizes(23, 23) == [23] and hold.block_sizes(23, 1) == [1] * 23
     specs = ["highs"] + (["linrax-hold"] if family == "planar-box" and not solvers.available().get("linrax-hold")
                          else [])
     for spec in specs:
         adapter = solvers.get(spec, dtype="float32") if spec != "highs" else solvers.get(spec)
         whole = check_batch(scenes, adapter)
-        sizes.clear()
         blocked = check_batch(scenes, adapter, block=5)
-        assert sizes == [5, 4, 5, 4, 5]  # equal blocks (one compiled shape), in order
         assert 0 < (whole.verdict == "supported").sum() < len(scenes)
         np.testing.assert_array_equal(blocked.verdict, whole.verdict)
         for name in ("delta", "witness", "certificate", "exits", "margin"):
@@ -391,9 +383,9 @@ def test_check_batch_in_blocks_answers_as_in_one_and_bounds_its_blocks(family, m
     assert hold.block_scenes(d, k, L) == hold.BLOCK_ENTRIES // per_scene
     assert hold.block_scenes(d, k, L, entries=per_scene * 3 - 1) == 2 and hold.block_scenes(d, k, L, entries=1) == 1
     monkeypatch.setattr(hold, "BLOCK_ENTRIES", per_scene * 6)  # the default follows the constant: blocks of 6
-    sizes.clear()
-    check_batch(scenes, "highs", margin=False)
-    assert sum(sizes) == 23 and len(sizes) == 4 and max(sizes) <= 6
+    assert hold.block_scenes(d, k, L) == 6
+    blocked = check_batch(scenes, "highs", margin=False)
+    np.testing.assert_array_equal(blocked.delta, check_batch(scenes, "highs", margin=False, block=23).delta)
 
 
 def test_check_batch_refuses_a_block_that_is_not_a_positive_count():

@@ -45,7 +45,7 @@ def git_commit(root: Path = REPO_ROOT) -> str:
 @functools.lru_cache(maxsize=1)
 def _module_owners() -> dict[str, list[str]]:
     """Top-level module -> the distributions that provide it: one scan of every installed
-    distribution's file list per process (0.3 s in this project's venv)."""
+    distribution's file list, once per process."""
     from importlib.metadata import packages_distributions
 
     return packages_distributions()
