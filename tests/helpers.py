@@ -1,9 +1,12 @@
 """Helpers the test modules share: the real CLI in a fresh process, a small run, a folder's
 files, leftover temporary files."""
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from conftest import TESTS_DIR
@@ -22,11 +25,25 @@ def cb(*args, cwd, env=None, timeout=300, check=None):
     return out
 
 
+#: the runs ``small_run`` made in this process: (run id, solvers) -> its ``runs`` folder
+_SMALL_RUNS: dict[tuple, Path] = {}
+
+
 def small_run(tmp_path, run_id="r", solvers=("highs", "scipy-highs")):
-    args = ["run", "-f", "planar-box", "--n", "4", "--repeats", "1", "--out", tmp_path / "runs", "--run-id", run_id]
-    for s in solvers:
-        args += ["-s", s]
-    cb(*args, cwd=tmp_path, check=0)
+    """A finished run of ``contactbench run`` (planar-box, 4 scenes, ``solvers``) at
+    ``tmp_path/runs/run_id``, with ``runs/latest``. The first call of a process makes it with
+    the real CLI; a later call with the same ``run_id`` and ``solvers`` copies that folder
+    (files, times and links as written), for tests that need a run, not its making."""
+    key = (run_id, tuple(solvers))
+    if key not in _SMALL_RUNS:
+        made = Path(tempfile.mkdtemp(prefix="contactbench-small-run-"))
+        atexit.register(shutil.rmtree, made, ignore_errors=True)
+        args = ["run", "-f", "planar-box", "--n", "4", "--repeats", "1", "--out", made / "runs", "--run-id", run_id]
+        for s in solvers:
+            args += ["-s", s]
+        cb(*args, cwd=made, check=0)
+        _SMALL_RUNS[key] = made / "runs"
+    shutil.copytree(_SMALL_RUNS[key], tmp_path / "runs", symlinks=True, dirs_exist_ok=True)
     return tmp_path / "runs" / run_id
 
 

@@ -532,6 +532,7 @@ def test_report_md_shows_html_from_results_as_text(tmp_path):
 
 def test_api_misuse_raises_problem_error_naming_the_argument(tmp_path):
     import problems
+    import problems.planar_box
     from bench.engine import runner
     from bench.engine.grid import Cell
     from bench.hold import check
