@@ -144,7 +144,7 @@ def study(out: Path = typer.Option(Path("results/gpu-check"), help="output folde
 
 
 def _run_steps(out: Path, device: str, sizes: tuple[int, ...], budget: float, cell_timeout: float, workers: int,
-               gpu: str | None, adapters: tuple[str, ...] = ADAPTERS) -> int:
+               gpu: str | None, adapters: tuple[str, ...]) -> int:
     """Run every step within its share of ``budget``, write ``summary.md``; 1 when a step failed or none finished."""
     import jax
 
