@@ -536,6 +536,35 @@ def test_every_embedded_worker_starts_with_the_filter():
     assert len(installed) == 2 and all(names == ["ClosingHeartbeatFilter"] for names in installed.values())
 
 
+def _heartbeat_filters() -> int:
+    import logging
+
+    return sum(isinstance(f, dask_worker.ClosingHeartbeatFilter) for f in logging.getLogger("distributed.worker").filters)
+
+
+def test_one_embedded_cpu_worker_is_a_thread_of_this_process_and_leaves_nothing_behind():
+    """One CPU worker (the default) runs in this process: its cell processes, started as it
+    starts, are this process's children and end with it; its log filter is there while it
+    runs and leaves with it, so a second run from the same Python process gets a filter of its
+    own, not two."""
+    assert cluster.in_process(1, 0) and not cluster.in_process(2, 0) and not cluster.in_process(1, 1)
+    before = _heartbeat_filters()
+    for _ in range(2):
+        client, local = cluster.connect(None, 1, warm=("float64",))
+        try:
+            (pid,) = client.run(os.getpid).values()
+            (pool,) = client.run(_pool_processes).values()
+            cell_pid = pool["float64"][0]
+            parent = int(Path(f"/proc/{cell_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            assert pid == parent == os.getpid()
+            assert _heartbeat_filters() == before + 1
+        finally:
+            client.close()
+            local.close()
+        assert _heartbeat_filters() == before
+        assert not Path(f"/proc/{cell_pid}").exists() or "Z" in Path(f"/proc/{cell_pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
 def _pool_processes(dask_worker):
     """``{dtype: [pid, alive]}`` of a worker's pool of cell processes (none before any start)."""
     pool = getattr(dask_worker, "_contactbench_pool", None)

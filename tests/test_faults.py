@@ -140,6 +140,10 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -148,23 +152,28 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_sigkill_of_the_run_takes_its_workers_with_it(tmp_path):
-    """On main the workers were reparented to PID 1, kept running, and still wrote parquet.
-    Since the Dask engine: the embedded cluster's worker process and the cell's child
-    process below it die with the run."""
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sigkill_of_the_run_takes_its_workers_with_it(tmp_path, workers):
+    """Processes a run started never outlive it or write its cells: the cell's process (its
+    parent the ``contactbench`` process, whose one Dask worker is a thread) and, with
+    ``--workers 2``, the worker processes above the cell's process die with the run."""
     mark = tmp_path / "sleeping"
     env = {**os.environ, **PLUGINS, "FAKE_SLEEP_S": "6", "FAKE_SLEEP_MARK": str(mark)}
     proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "run", "-f", "planar-box", "--n", "4",
                              "--repeats", "1", "-s", "fake-sleepy", "--timeout", "120", "--out", tmp_path / "runs",
-                             "--run-id", "k"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                             "--run-id", "k", "--workers", str(workers)], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not mark.exists() and proc.poll() is None:
         time.sleep(0.2)
     assert mark.exists(), "the cell never started"
     tree = _descendants(proc.pid)
     solving = int(mark.read_text().split()[0])
-    assert solving in tree and len(tree) >= 2  # the Dask worker process, and the cell's process below it
+    assert solving in tree
+    if workers == 1:
+        assert _parent(solving) == proc.pid  # no worker process between the run and its cell
+    else:
+        assert _parent(solving) in tree  # a Dask worker process, and the cell's process below it
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     deadline = time.monotonic() + 15

@@ -86,7 +86,8 @@ def replicas_kept(client):
 def connect(scheduler: str | None = None, workers: int = 1, resources: dict[str, float] | None = None,
             warm: tuple[str, ...] = ()):
     """``(client, cluster)``: a client of the cluster at ``scheduler`` (cluster None), or of a
-    new embedded ``LocalCluster`` of ``workers`` single-threaded worker processes.
+    new embedded ``LocalCluster`` of ``workers`` single-threaded worker processes (one CPU
+    worker runs as a thread of this process instead: ``in_process``).
 
     ``warm``: the dtypes whose cell processes every worker starts at once (``warm_pools``),
     so that their start-up overlaps the client's work before the first cell: an embedded
@@ -113,11 +114,13 @@ def connect(scheduler: str | None = None, workers: int = 1, resources: dict[str,
         warm_pools(client, warm)
         return client, None
     check_workers(workers)
+    gpus = int((resources or {}).get("GPU", 0))
+    threaded = in_process(workers, gpus)
     with dask.config.set(DASK_CONFIG):
-        cluster = LocalCluster(n_workers=0, threads_per_worker=1, processes=True, dashboard_address=":0",
+        cluster = LocalCluster(n_workers=0, threads_per_worker=1, processes=not threaded, dashboard_address=":0",
                                silence_logs=logging.ERROR)
-        specs = gpu_worker_specs(cluster.new_spec, workers, int((resources or {}).get("GPU", 0)))
-        for spec in specs.values():
+        specs = gpu_worker_specs(cluster.new_spec, workers, gpus)
+        for spec in specs.values() if not threaded else ():
             options = spec.setdefault("options", {})
             options["env"] = {**options.get("env", {}), dask_worker.WARM_ENV: ",".join(warm),
                               dask_worker.EMBEDDED_ENV: "1"}
@@ -134,7 +137,17 @@ def connect(scheduler: str | None = None, workers: int = 1, resources: dict[str,
             cluster.close()
             raise BenchError(f"--workers: {started} of {workers} embedded Dask worker(s) started within "
                              f"{STARTUP_SECONDS:g} s; see the workers' log above") from None
+        if threaded:  # its cell processes start from the worker's event loop, as a process's would
+            warm_pools(client, warm)
         return client, cluster
+
+
+def in_process(workers: int, gpus: int) -> bool:
+    """Whether an embedded cluster of ``workers`` workers, ``gpus`` of them holding a GPU,
+    runs its one worker as a thread of this process (one CPU worker: no worker process to
+    start and import) rather than in worker processes. Either way each cell runs in its own
+    supervised child process (``bench.engine.dask_worker.worker_pool``)."""
+    return workers == 1 and gpus == 0
 
 
 def gpu_worker_specs(template: dict, workers: int, gpus: int) -> dict[int, dict]:

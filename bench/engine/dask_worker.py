@@ -53,10 +53,23 @@ def dask_setup(worker) -> None:
     if os.environ.get(EMBEDDED_ENV) == "1":
         with contextlib.suppress(OSError):  # (already a group or session leader)
             os.setpgrp()
-    logging.getLogger("distributed.worker").addFilter(ClosingHeartbeatFilter(worker))
+    worker._contactbench_filter = ClosingHeartbeatFilter(worker)
+    logging.getLogger("distributed.worker").addFilter(worker._contactbench_filter)
     dtypes = [d for d in os.environ.get(WARM_ENV, "").split(",") if d]
     if dtypes:
         warm_pool(dtypes, worker)
+
+
+def dask_teardown(worker) -> None:
+    """Dask's hook as a worker closes: its cell processes are killed and its ``ClosingHeartbeatFilter``
+    leaves the logger. A worker that ran as a thread of the ``contactbench`` process leaves
+    that process running: neither may outlive the worker (the next run's worker gets its own)."""
+    found = getattr(worker, "_contactbench_filter", None)
+    if found is not None:
+        logging.getLogger("distributed.worker").removeFilter(found)
+    pool = getattr(worker, "_contactbench_pool", None)
+    if pool is not None:  # a cell still running (Ctrl-C) would not finish in time anyway
+        pool.kill()
 
 
 def worker_pool(worker=None):

@@ -364,7 +364,15 @@ class LocalPool:
             return True
 
     def close(self) -> None:
+        """End every worker once it has finished its job (at most 10 s each, then killed)."""
         with self._lock:
             workers, self.workers = list(self.workers.values()), {}
         for worker in workers:
             worker.close()
+
+    def kill(self) -> None:
+        """End every worker now (SIGKILL), whatever it is running: nothing waits for it."""
+        with self._lock:
+            workers, self.workers = list(self.workers.values()), {}
+        for worker in workers:
+            worker.kill()
