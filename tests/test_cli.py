@@ -278,3 +278,20 @@ def test_check_adapter_warns_about_an_adapter_that_returns_no_proofs():
     assert res.exit_code == 0 and "warning: quadprog float64: returns no proofs" in text and "no certificate" in text
     res = cli.invoke(app, ["check-adapter", "clarabel", "--check", "proofs_returned"], terminal_width=400)
     assert res.exit_code == 0 and "warning" not in res.output and "1 pass" in res.output
+
+
+def test_version_examples_and_did_you_mean(tmp_path, monkeypatch):
+    """The newcomer fixes: --version, an example in every command's --help, and a
+    suggestion for a misspelt solver or family (exit 2, nothing created)."""
+    from importlib.metadata import version
+
+    monkeypatch.chdir(tmp_path)
+    out = cli.invoke(app, ["--version"])
+    assert out.exit_code == 0 and out.stdout.strip() == f"contactbench {version('contactbench')}"
+    for command in ("list", "run", "report", "publish", "recommend", "compare", "ablate", "check-adapter"):
+        helped = cli.invoke(app, [command, "--help"])
+        assert helped.exit_code == 0 and "Example: contactbench " + command in " ".join(helped.stdout.split()), command
+    for args, words in ((["-s", "higs"], "(did you mean 'highs'?)"), (["-f", "planar-bx"], "(did you mean 'planar-box'?)")):
+        bad = cli.invoke(app, ["run", *args, "--out", str(tmp_path / "runs")])
+        assert bad.exit_code == 2 and words in " ".join(bad.output.split()), args
+    assert not (tmp_path / "runs").exists()

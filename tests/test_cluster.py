@@ -331,8 +331,8 @@ def test_embedded_workers_that_cannot_start_are_an_error_naming_workers_not_a_wa
         return specs
 
     monkeypatch.setattr(cluster, "gpu_worker_specs", broken)
-    monkeypatch.setattr(execute, "STARTUP_SECONDS", 15.0)
-    with pytest.raises(BenchError, match=r"--workers: [01] of 2 embedded Dask worker\(s\) started within 15 s"):
+    monkeypatch.setattr(execute, "STARTUP_SECONDS", 5.0)  # the healthy worker may or may not make it
+    with pytest.raises(BenchError, match=r"--workers: [01] of 2 embedded Dask worker\(s\) started within 5 s"):
         cluster.connect(None, 2)
 
 

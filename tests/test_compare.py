@@ -126,22 +126,6 @@ def test_the_dashboard_has_a_compare_page(runs, tmp_path):
     assert plain.returncode == 0 and not (tmp_path / "plain" / "compare.html").exists()
 
 
-def test_version_examples_and_did_you_mean(tmp_path):
-    """The newcomer fixes: --version, an example in every command's --help, and a
-    suggestion for a misspelt solver or family."""
-    from importlib.metadata import version
-
-    out = cb("--version", cwd=tmp_path)
-    assert out.returncode == 0 and out.stdout.strip() == f"contactbench {version('contactbench')}"
-    for command in ("list", "run", "report", "publish", "recommend", "compare", "ablate", "check-adapter"):
-        helped = cb(command, "--help", cwd=tmp_path)
-        assert helped.returncode == 0 and "Example: contactbench " + command in " ".join(helped.stdout.split()), command
-    for args, words in ((["-s", "higs"], "(did you mean 'highs'?)"), (["-f", "planar-bx"], "(did you mean 'planar-box'?)")):
-        bad = cb("run", *args, "--out", tmp_path / "runs", cwd=tmp_path)
-        assert bad.returncode == 2 and words in " ".join((bad.stdout + bad.stderr).split()), args
-    assert not (tmp_path / "runs").exists()
-
-
 def test_an_unsafe_cell_is_marked_and_its_counts_add_up():
     import pandas as pd
 
