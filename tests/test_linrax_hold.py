@@ -337,22 +337,24 @@ print(adapter.solve_batch(*batch(c, A, b)).status_text()[0])
 
 
 def test_without_the_cap_a_cycling_lp_never_returns(tmp_path):
+    """With the cap the cycling LP ends (``max_iter``); the same LP uncapped is still pivoting
+    3 s after its program was compiled and had run on an LP that ends at once (the wait
+    counts from "compiled", so a slow start-up cannot pass for a cycle; an LP of this size
+    that ends takes microseconds). The two processes run side by side."""
     import subprocess
     import sys
 
     script = tmp_path / "cap.py"
     c, A, _ = CYCLING_LPS[0]
     script.write_text(_CAP_SCRIPT.format(c=c, A=A))
-    capped = subprocess.run([sys.executable, str(script), "on"], capture_output=True, text=True, timeout=120)
-    assert capped.stdout.strip().splitlines()[-1] == "max_iter", capped.stderr[-2000:]
-    # the same LP, uncapped: still pivoting 10 s after its program was compiled and had run
-    # (the wait counts from "compiled", so a slow start-up cannot pass for a cycle)
     uncapped = subprocess.Popen([sys.executable, str(script), "off"], stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True)
     try:
+        capped = subprocess.run([sys.executable, str(script), "on"], capture_output=True, text=True, timeout=120)
+        assert capped.stdout.strip().splitlines()[-1] == "max_iter", capped.stderr[-2000:]
         assert uncapped.stdout.readline().strip() == "compiled"
         with pytest.raises(subprocess.TimeoutExpired):
-            uncapped.wait(timeout=10)
+            uncapped.wait(timeout=3)
     finally:
         uncapped.kill()
         uncapped.wait()
