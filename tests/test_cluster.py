@@ -283,8 +283,9 @@ def _intervals(rows):
 
 
 def test_exclusive_runs_one_cell_per_host_at_a_time(tmp_path, fake_plugins, monkeypatch):
-    """Two workers on one host: without --exclusive two sleepy cells overlap, with it none do."""
-    monkeypatch.setenv("FAKE_SLEEP_S", "2")
+    """Two workers on one host: without --exclusive two sleepy cells (two 1 s solves each)
+    overlap, with it none do."""
+    monkeypatch.setenv("FAKE_SLEEP_S", "1")
     cells, _ = grid.expand(["planar-box"], ["fake-sleepy"], ["float64"], ["cpu"], [4, 5, 6, 7], 0, 1)
     client, local_cluster = cluster.connect(None, 2)
     try:

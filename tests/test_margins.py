@@ -69,7 +69,7 @@ def test_a_mapped_basis_names_the_same_columns_in_the_exit_lp(k, d, limits, seed
 
 
 @needs_hold
-@pytest.mark.parametrize("family, n", [("planar-box", 48), ("cube-3d", 16)])
+@pytest.mark.parametrize("family, n", [("planar-box", 48), ("cube-3d", 24)])
 def test_exits_from_lp1_bases_run_no_phase_1_and_are_as_right_as_the_shared_phase_1(family, n):
     """The exits of the supported scenes start from LP-1's bases: linrax-hold traces no
     phase 1 for them; against HiGHS they are at least as often right as from the shared
