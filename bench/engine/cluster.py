@@ -245,8 +245,8 @@ def no_gpu_reason(client) -> str | None:
 @contextlib.contextmanager
 def embedded(workers: int = 1, resources: dict[str, float] | None = None):
     """A client of a new embedded ``LocalCluster`` (see ``connect``), closed with its cluster
-    on leaving the block. Its worker processes also die with this process (SIGKILL included):
-    Dask's nanny watches its parent, and a cell's child process has ``PR_SET_PDEATHSIG``."""
+    on leaving the block. Whatever it started dies with this process (SIGKILL included): a
+    worker process's nanny watches its parent, and a cell's child process has ``PR_SET_PDEATHSIG``."""
     client, cluster = connect(None, workers, resources)
     try:
         yield client
