@@ -1,5 +1,5 @@
 """Helpers the test modules share: the real CLI in a fresh process, a small run, a folder's
-files, leftover temporary files."""
+files, leftover temporary files, a process's descendants."""
 
 import atexit
 import os
@@ -53,3 +53,20 @@ def tree(path: Path) -> dict[str, bytes]:
 
 def leftovers(path: Path) -> list[str]:
     return [str(p) for p in path.rglob("*") if p.name.endswith(".tmp") or ".tmp" in p.name or p.name.endswith(".old")]
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (children, grandchildren, ...), from ``/proc``."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found

@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.engine import cluster, dask_worker, grid, runner
+from helpers import descendants
 from bench.reporting import report
 from bench.cli import app
 
@@ -41,6 +42,7 @@ def loopback(tmp_path, fake_plugins):
     env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False",
            "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1", "PYTHONUNBUFFERED": "1",
            "FAKE_SLEEP_S": "3",  # fake-sleepy's nap per run, on the workers
+           "FAKE_SLEEP_MARK": str(tmp_path / "sleeping"),  # the pid of each process that naps
            "FAKE_ABSENT": "1"}  # the workers lack fake-absent's package (the client has it)
     bindir = Path(sys.executable).parent
     file = tmp_path / "scheduler.json"
@@ -130,21 +132,33 @@ def test_a_loopback_cluster_places_gpu_cells_records_hosts_and_matches_local(tmp
     assert engine["kind"] == "dask" and engine["workers"] == 2 and engine["scheduler"] == address
 
 
-@pytest.mark.serial  # kills a worker 6 s into the run: needs the run to be at that point, not queued
 def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path, loopback):
+    """``host-b`` is killed while a cell's process below it is inside a solve: every cell is
+    reported once and written once, and at most the cell that ran there fails."""
     address, procs = loopback
     cells, _ = grid.expand(["planar-box"], ["fake-sleepy", "highs"], ["float64"], ["cpu"], [4, 5, 6], 0, 1)
     client, _none = cluster.connect(address)
-    done = []
-    killer = threading.Timer(6.0, lambda: os.killpg(procs["host-b"].pid, signal.SIGKILL))
+    done, killed = [], threading.Event()
+    mark = tmp_path / "sleeping"
+
+    def kill_host_b_inside_a_solve():
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and procs["host-b"].poll() is None:
+            napping = {int(p) for p in mark.read_text().split()} if mark.exists() else set()
+            if napping & set(descendants(procs["host-b"].pid)):
+                os.killpg(procs["host-b"].pid, signal.SIGKILL)
+                killed.set()
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_host_b_inside_a_solve, daemon=True)
     killer.start()
     try:
         results = runner.run_cells(cells, tmp_path / "run", "k", timeout=120, client=client,
                                    on_done=lambda r: done.append(r.cell.cell_id))
     finally:
-        killer.cancel()
         client.close()
-    assert procs["host-b"].poll() is not None  # it really died
+    assert killed.is_set() and procs["host-b"].wait(10) is not None  # it really died, mid-solve
     assert sorted(done) == sorted(c.cell_id for c in cells)  # every cell reported once
     files = sorted(p.name for p in (tmp_path / "run").glob("*.parquet"))
     assert files == sorted(f"{c.cell_id}.parquet" for c in cells)
@@ -353,8 +367,10 @@ def test_gpu_worker_specs_pin_one_gpu_per_worker_from_the_users_visible_devices(
     assert cluster.gpu_worker_specs(template, 1, 4).keys() == {0}
 
 
-@pytest.mark.serial  # kills the client once two cells are written: needs the run to progress as expected
 def test_the_client_killed_mid_run_then_resume_redoes_nothing_and_loses_nothing(tmp_path, loopback):
+    """The client is killed within 0.2 s of its second cell being written (each later cell
+    naps 3 s on its worker, so at most those two and the ones written with them are done);
+    ``--resume`` then runs only the rest."""
     address, _procs = loopback
     out = tmp_path / "runs"
     args = [sys.executable, "-m", "bench.cli", "run", "--scheduler", address, "--family", "planar-box",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import PLUGINS, cb, leftovers, small_run, tree
+from helpers import PLUGINS, cb, descendants, leftovers, small_run, tree
 
 #: real processes, compiles or runs: outside make test-fast
 pytestmark = pytest.mark.slow
@@ -123,23 +123,6 @@ def test_report_and_publish_skip_unreadable_cells_with_a_warning(tmp_path):
 
 # ------------------------------------------------------------------ processes
 
-def _descendants(pid: int) -> list[int]:
-    """Every live process below ``pid`` (children, grandchildren, ...), from ``/proc``."""
-    parents = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-        except (OSError, ValueError, IndexError):
-            continue
-    found, todo = [], [pid]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
 def _parent(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
@@ -167,7 +150,7 @@ def test_sigkill_of_the_run_takes_its_workers_with_it(tmp_path, workers):
     while time.monotonic() < deadline and not mark.exists() and proc.poll() is None:
         time.sleep(0.2)
     assert mark.exists(), "the cell never started"
-    tree = _descendants(proc.pid)
+    tree = descendants(proc.pid)
     solving = int(mark.read_text().split()[0])
     assert solving in tree
     if workers == 1:
