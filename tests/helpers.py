@@ -1,5 +1,5 @@
 """Helpers the test modules share: the real CLI in a fresh process, a small run, a folder's
-files, leftover temporary files, a process's descendants."""
+files, leftover temporary files, a process's parent and descendants."""
 
 import atexit
 import os
@@ -70,3 +70,8 @@ def descendants(pid: int) -> list[int]:
             found.append(child)
             todo.append(child)
     return found
+
+
+def parent_of(pid: int) -> int:
+    """The parent pid of the live process ``pid``, from ``/proc``."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.engine import cluster, dask_worker, grid, runner
-from helpers import descendants
+from helpers import descendants, parent_of
 from bench.reporting import report
 from bench.cli import app
 
@@ -572,8 +572,7 @@ def test_one_embedded_cpu_worker_is_a_thread_of_this_process_and_leaves_nothing_
             (pid,) = client.run(os.getpid).values()
             (pool,) = client.run(_pool_processes).values()
             cell_pid = pool["float64"][0]
-            parent = int(Path(f"/proc/{cell_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            assert pid == parent == os.getpid()
+            assert pid == parent_of(cell_pid) == os.getpid()
             assert _heartbeat_filters() == before + 1
         finally:
             client.close()

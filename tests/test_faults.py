@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import PLUGINS, cb, descendants, leftovers, small_run, tree
+from helpers import PLUGINS, cb, descendants, leftovers, parent_of, small_run, tree
 
 #: real processes, compiles or runs: outside make test-fast
 pytestmark = pytest.mark.slow
@@ -123,10 +123,6 @@ def test_report_and_publish_skip_unreadable_cells_with_a_warning(tmp_path):
 
 # ------------------------------------------------------------------ processes
 
-def _parent(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-
-
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -154,9 +150,9 @@ def test_sigkill_of_the_run_takes_its_workers_with_it(tmp_path, workers):
     solving = int(mark.read_text().split()[0])
     assert solving in tree
     if workers == 1:
-        assert _parent(solving) == proc.pid  # no worker process between the run and its cell
+        assert parent_of(solving) == proc.pid  # no worker process between the run and its cell
     else:
-        assert _parent(solving) in tree  # a Dask worker process, and the cell's process below it
+        assert parent_of(solving) in tree  # a Dask worker process, and the cell's process below it
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     deadline = time.monotonic() + 15

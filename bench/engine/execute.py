@@ -363,16 +363,17 @@ class LocalPool:
             self.workers[dtype] = _Worker(self.defaults)
             return True
 
-    def close(self) -> None:
-        """End every worker once it has finished its job (at most 10 s each, then killed)."""
+    def _take_all(self) -> list[_Worker]:
         with self._lock:
             workers, self.workers = list(self.workers.values()), {}
-        for worker in workers:
+        return workers
+
+    def close(self) -> None:
+        """End every worker once it has finished its job (at most 10 s each, then killed)."""
+        for worker in self._take_all():
             worker.close()
 
     def kill(self) -> None:
         """End every worker now (SIGKILL), whatever it is running: nothing waits for it."""
-        with self._lock:
-            workers, self.workers = list(self.workers.values()), {}
-        for worker in workers:
+        for worker in self._take_all():
             worker.kill()
