@@ -165,6 +165,41 @@ def piece_size(n: int, chunk: int) -> int:
     return min(chunk, -(-per_piece // PIECE_QUANTUM) * PIECE_QUANTUM)
 
 
+#: how many programs ``shared_program`` keeps (the least recently used one goes first)
+PROGRAMS_KEPT = 128
+_PROGRAMS: dict = {}  # (adapter class, settings, key) -> program; insertion order = use order
+
+
+def shared_program(adapter, key, build):
+    """The jitted program ``build()`` makes for ``adapter``'s ``key`` (a hashable name of the
+    program and its static arguments), shared by every adapter of the same class and
+    settings in this process: a program reads nothing of its adapter but its settings, so
+    a new adapter (``bench.hold.check_batch(scenes, "linrax-hold")`` makes one per call)
+    reuses the traces and compiled shapes of an earlier one instead of compiling again
+    (about 7 s of linrax-hold's planar programs). Settings that do not hash keep the
+    program on the adapter alone. At most ``PROGRAMS_KEPT`` programs are kept."""
+    try:
+        full = (type(adapter), tuple(sorted(adapter.settings.items())), key)
+        hash(full)
+    except TypeError:
+        return adapter.__dict__.setdefault("_programs", {}).setdefault(key, build())
+    program = _PROGRAMS.pop(full, None)
+    if program is None:
+        program = build()
+        while len(_PROGRAMS) >= PROGRAMS_KEPT:
+            _PROGRAMS.pop(next(iter(_PROGRAMS)))
+    _PROGRAMS[full] = program
+    return program
+
+
+def programs_of(adapter) -> list:
+    """The keys of the programs ``shared_program`` holds for ``adapter``'s class and settings,
+    least recently used first."""
+    settings = tuple(sorted(adapter.settings.items()))
+    return [key for cls, kept, key in _PROGRAMS if cls is type(adapter) and kept == settings] + \
+        list(adapter.__dict__.get("_programs", {}))
+
+
 def import_jax():
     """Import jax or raise ``SolverNotAvailable`` with the install hint."""
     try:
@@ -279,9 +314,7 @@ class JaxBatchedAdapter:
         raise NotImplementedError
 
     def _compiled(self, with_P: bool, bounded: tuple[int, ...]):
-        cache = self.__dict__.setdefault("_jitted", {})
-        key = (with_P, bounded)
-        if key not in cache:
+        def build():
             jax = import_jax()
             if with_P:
                 def case(c, Ae, be, Au, bu, lb, P):
@@ -289,8 +322,9 @@ class JaxBatchedAdapter:
             else:
                 def case(c, Ae, be, Au, bu, lb):
                     return self.one_case(c, Ae, be, Au, bu, lb=lb, bounded=bounded)
-            cache[key] = jax.jit(jax.vmap(case))
-        return cache[key]
+            return jax.jit(jax.vmap(case))
+
+        return shared_program(self, ("case", with_P, bounded), build)
 
     def prepare(self, problem):
         """Cast to the adapter's dtype and place on its device (untimed).

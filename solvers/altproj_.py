@@ -170,12 +170,10 @@ class AltProjAdapter(_jax.JaxBatchedAdapter, Adapter):
         jax = _jax.import_jax()
         problem, (_bounded, arrays) = prepared
         key = ("altproj", tuple(map(tuple, problem.cones.tolist())))
-        cache = self.__dict__.setdefault("_jitted", {})
-        if key not in cache:
-            cache[key] = jax.jit(jax.vmap(self._case_fn(problem.cones)))
+        program = _jax.shared_program(self, key, lambda: jax.jit(jax.vmap(self._case_fn(problem.cones))))
         A_eq, b_eq, mu = arrays[1], arrays[2], arrays[-1]
         with _jax.precision(self.dtype):
-            return jax.block_until_ready(cache[key](A_eq, b_eq, mu))
+            return jax.block_until_ready(program(A_eq, b_eq, mu))
 
     def collect(self, raw, prepared) -> BatchSolution:
         problem, _ = prepared

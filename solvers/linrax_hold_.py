@@ -502,9 +502,8 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
 
     def _jitted(self, key, fn, in_axes=0):
         """``jax.jit(jax.vmap(fn, in_axes))``, traced with our pivot loop swapped into linrax
-        (cached by ``key``)."""
-        cache = self.__dict__.setdefault("_jitted_fns", {})
-        if key not in cache:
+        (by ``key``, shared with every adapter of these settings: ``_jax.shared_program``)."""
+        def build():
             jax = _jax.import_jax()
             compiled = jax.jit(jax.vmap(fn, in_axes=in_axes))
 
@@ -512,8 +511,9 @@ class LinraxHoldAdapter(_jax.JaxBatchedAdapter, Adapter):
                 with _swapped(_pivot_loop(self.settings)):
                     return compiled(*args)
 
-            cache[key] = traced
-        return cache[key]
+            return traced
+
+        return _jax.shared_program(self, ("hold", key, in_axes), build)
 
     def _compiled(self, with_P: bool, bounded: tuple[int, ...]):
         def case(c, Ae, be, Au, bu, lb):

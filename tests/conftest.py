@@ -79,6 +79,15 @@ def pieces_asked(monkeypatch):
 
 
 @pytest.fixture
+def own_programs(monkeypatch):
+    """The test starts with no shared JAX program (``solvers._jax.shared_program``): what it
+    traces, it traces itself, whatever ran before it in this process."""
+    from solvers import _jax
+
+    monkeypatch.setattr(_jax, "_PROGRAMS", {})
+
+
+@pytest.fixture
 def fake_plugins(monkeypatch):
     """Load tests/fake_adapters.py through CONTACTBENCH_PLUGINS (also in spawned workers)."""
     monkeypatch.setenv("CONTACTBENCH_PLUGINS", "fake_adapters")

@@ -697,3 +697,32 @@ def test_a_batch_padded_to_its_at_once_size_is_solved_as_it_is(n, chunk, bucket)
         expected = min(expected, chunk)
     assert size == expected
     assert at_once_size(size, chunk, bucket) == size
+
+
+@pytest.mark.parametrize("name", ["linrax", "linrax-hold"])
+def test_a_new_adapter_with_the_settings_of_an_earlier_one_traces_nothing(name, own_programs):
+    """``check_batch(scenes, name)`` makes a new adapter per call: the second call traces
+    (and so compiles) no program, while an adapter with other settings traces its own."""
+    _jax_ready(name)
+    import jax
+
+    from bench.hold import check_batch
+    from bench.studies.margins import scenes_of
+    traced = []
+
+    def listen(event, duration, **kwargs):
+        if event == "/jax/core/compile/jaxpr_trace_duration":
+            traced.append(duration)
+
+    scenes = scenes_of("planar-box", {"disk": True}, 24)
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        first = check_batch(scenes, name, margin=False)
+        after_first = len(traced)
+        again = check_batch(scenes, name, margin=False)
+        after_again = len(traced)
+        check_batch(scenes, solvers.get(name, dtype="float64"), margin=False)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert after_first > 0 and after_again == after_first and len(traced) > after_again
+    np.testing.assert_array_equal(first.verdict, again.verdict)
