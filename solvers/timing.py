@@ -9,10 +9,12 @@ the base class's status contract.
 data already prepared and, for JAX, on the device) and ``end_to_end`` (host NumPy arrays in,
 ``BatchSolution`` on the host out: validate, prepare, run and finish, every conversion and
 transfer: what a controller pays on every tick). Each repeat prepares afresh, so ``solve``
-never reuses what an earlier run left; the first call (compile and warm-up) is timed apart."""
+never reuses what an earlier run left; the first call (compile and warm-up) is timed apart.
+``cpu_share`` says whether the machine let the repeats run: see ``cpu_share``."""
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -50,13 +52,48 @@ class TimedSolve:
     """``solution`` of the last timed repeat; ``first_s`` the first end-to-end call's
     seconds (JIT compile and warm-up included); ``times_s`` (repeats,) the ``solve``
     seconds and ``end_to_end_s`` (repeats,) the end-to-end seconds of each repeat;
-    ``solutions`` every timed repeat's answers, each in the problem's own case order."""
+    ``solutions`` every timed repeat's answers, each in the problem's own case order;
+    ``cpu_share`` the share of the repeats' runnable time this process ran (``cpu_share``)."""
 
     solution: BatchSolution
     first_s: float
     times_s: np.ndarray
     end_to_end_s: np.ndarray
     solutions: tuple = ()
+    cpu_share: float = float("nan")
+
+
+def scheduler_times() -> tuple[int, dict[int, int]] | None:
+    """``(ns of CPU this process used, {thread id: ns it was runnable but waited for a
+    CPU})``: the CPU time from the process's clock, the waits from Linux's
+    ``/proc/self/task/*/schedstat`` (a thread's waits are counted when it gets the CPU back);
+    None where the kernel gives no waits."""
+    cpu = time.process_time_ns()
+    waits = {}
+    try:
+        tasks = list(os.scandir("/proc/self/task"))
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            with open(os.path.join(task.path, "schedstat")) as file:
+                waits[int(task.name)] = int(file.read().split()[1])
+        except (OSError, ValueError, IndexError):  # a thread that ended meanwhile, or no statistics
+            continue
+    return (cpu, waits) if waits else None
+
+
+def cpu_share(before: tuple[int, dict[int, int]] | None, after: tuple[int, dict[int, int]] | None) -> float:
+    """The share (0 to 1) of the time this process's threads were runnable between two
+    ``scheduler_times`` readings that they spent on a CPU: 1 on an idle machine, about 1/2
+    where another busy process shares the CPU. Time a thread sleeps or waits (a GPU, a
+    file, a sleeping solver) is not runnable time and does not lower it. NaN where either
+    reading is missing or nothing ran."""
+    if before is None or after is None:
+        return float("nan")
+    ran = after[0] - before[0]
+    waited = sum(wait - before[1].get(tid, 0) for tid, wait in after[1].items())
+    return ran / (ran + waited) if ran > 0 and waited >= 0 else float("nan")
 
 
 def repeat_orders(batch: int, repeats: int, seed: int = 0) -> list[np.ndarray]:
@@ -103,6 +140,7 @@ def timed_solve(adapter: Adapter, problem: StandardForm, repeats: int,
     solution, first, _run = _end_to_end(adapter, problem)
     times, whole = np.empty(repeats), np.empty(repeats)
     solutions = []
+    scheduled = scheduler_times()
     for i in range(repeats):
         order = None if orders is None else np.asarray(orders[i])
         seen = problem if order is None else problem.take(order)
@@ -110,4 +148,5 @@ def timed_solve(adapter: Adapter, problem: StandardForm, repeats: int,
         if order is not None:
             solution = solution.take(np.argsort(order))
         solutions.append(solution)
-    return TimedSolve(solution, first, times, whole, tuple(solutions))
+    share = cpu_share(scheduled, scheduler_times())
+    return TimedSolve(solution, first, times, whole, tuple(solutions), share)

@@ -44,3 +44,44 @@ def test_a_loop_adapters_answer_does_not_depend_on_the_case_solved_before_it(nam
         again = adapter.solve_batch_checked(problem.take(order)).take(np.argsort(order))
         assert (again.status == first.status).all()
         np.testing.assert_allclose(again.x, first.x, atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.serial
+def test_cpu_share_is_one_alone_and_about_half_beside_a_busy_process_on_the_same_cpu():
+    """``solvers.timing.cpu_share`` over this thread's runnable time: near 1 spinning alone
+    on a CPU and spinning after a sleep (a sleep is no contention), about 1/2 spinning
+    beside a CPU-bound process on the same CPU. (Serial: it needs the CPU to itself.)"""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from solvers.timing import cpu_share, scheduler_times
+
+    def share(sleep: float = 0.0) -> float:
+        before = scheduler_times()
+        time.sleep(sleep)
+        end = time.process_time() + 0.3
+        while time.process_time() < end:
+            pass
+        return cpu_share(before, scheduler_times())
+
+    if scheduler_times() is None:
+        pytest.skip("this kernel gives no per-thread scheduler times (/proc/self/task/*/schedstat)")
+    affinity = os.sched_getaffinity(0)
+    cpu = min(affinity)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        alone, after_sleep = share(), share(sleep=0.5)
+        hog = subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"])
+        try:
+            time.sleep(0.2)  # (the interpreter started)
+            beside = share()
+        finally:
+            hog.kill()
+            hog.wait()
+    finally:
+        os.sched_setaffinity(0, affinity)
+    assert alone > 0.9 and after_sleep > 0.9, (alone, after_sleep)
+    assert 0.3 < beside < 0.7, beside
+    assert np.isnan(cpu_share(None, scheduler_times())) and np.isnan(cpu_share((0, {}), (0, {})))

@@ -3,10 +3,11 @@
 ``solve_cell(cell, env, run_id)``: regenerate the batch (generators are pure), load the
 cached float64 reference, time the solve (``solvers.timing.timed_solve``: one warm-up
 end-to-end call recorded as ``first_call_ms`` / ``compile_s``, then ``repeats`` timed
-end-to-end calls, each also timed in its ``run``: ``end_to_end_*`` and the solve columns),
-record the process's peak resident memory during the cell (``peak_rss_mb``) and, for JAX
-adapters, the device's peak memory and model, then verify and judge through the batch's
-kind and return one row per problem. A solver exception becomes ``failed`` rows carrying
+end-to-end calls, each also timed in its ``run``: ``end_to_end_*`` and the solve columns,
+and the share of their runnable time the machine let them run, ``cpu_share``), record the
+process's peak resident memory during the cell (``peak_rss_mb``) and, for JAX adapters,
+the device's peak memory and model, then verify and judge through the batch's kind and
+return one row per problem. A solver exception becomes ``failed`` rows carrying
 its type and traceback.
 """
 
@@ -220,6 +221,7 @@ def solve_cell(cell: Cell, env: dict[str, str], run_id: str, cache_dir: Path | N
         "objective": solution.objective, "error_type": "", "error": "", "repeats": cell.repeats,
         **{k: v for k, v in timing.items() if k not in REPEAT_COLUMNS},
         **{k: [timing[k]] * len(batch) for k in REPEAT_COLUMNS},
+        "cpu_share": timed.cpu_share,
         "peak_rss_mb": rss_mb, "device_peak_mb": device_mb, "device_model": model, "device_id": device_id,
         "started": started, "timestamp": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
     }

@@ -34,7 +34,7 @@ COLUMNS: dict[str, str] = {
     "repeats": "int64", "ms_batch_median": "float64", "ms_batch_min": "float64", "ms_batch_iqr": "float64",
     "first_call_ms": "float64", "compile_s": "float64", "ms_per_256": "float64", "us_per_lp": "float64",
     "end_to_end_ms_batch_median": "float64", "end_to_end_ms_per_256": "float64", "end_to_end_us_per_lp": "float64",
-    "ms_repeats": "object", "end_to_end_ms_repeats": "object",
+    "ms_repeats": "object", "end_to_end_ms_repeats": "object", "cpu_share": "float64",
     "peak_rss_mb": "float64", "device_peak_mb": "float64", "device_model": "str", "device_id": "str",
     "started": "str", "timestamp": "str",
 }
