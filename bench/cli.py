@@ -25,6 +25,7 @@ from solvers import BenchError, ProblemError
 from solvers.timing import check_repeats
 
 from bench.analysis import decide as decide_pass
+from bench.analysis.compare import MIN_CPU_SHARE
 from bench.analysis.recommend import Thresholds
 from bench.engine import grid, rundir
 from bench.options import comma_list
@@ -680,11 +681,16 @@ def compare_cmd(
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of tables"),
     show_missing: bool = typer.Option(False, "--show-missing", help="list the configurations of one run only "
                                                                     "(default: their counts)"),
+    min_cpu_share: float = typer.Option(MIN_CPU_SHARE, "--min-cpu-share", help="below this share of its runnable time on a "
+                                        "CPU (cpu_share) in either run, a configuration's time is 'noisy': no time "
+                                        "verdict"),
+    strict: bool = typer.Option(False, "--strict", help="plain slower / faster verdicts, contended or not"),
 ) -> None:
     """Did NEW get slower, less correct or less safe than BASE, and is the difference real?
     Per configuration in both runs: the end-to-end time ratio with its bootstrap interval and
     the change of each outcome rate with its interval; a verdict only where the intervals say
-    so. Exit 0: nothing got worse; 1: something did; 2: bad input.
+    so. Timings taken on a busy machine are 'noisy' instead of slower or faster (--strict:
+    judged anyway). Exit 0: nothing got worse; 1: something did; 2: bad input.
 
     Example: contactbench compare results/runs/highs-1.12 results/runs/highs-1.16 --threshold 1.2
     """
@@ -693,7 +699,7 @@ def compare_cmd(
     from bench.analysis import compare
 
     try:
-        result = compare.compare([base], [new], threshold, confidence, family, kind)
+        result = compare.compare([base], [new], threshold, confidence, family, kind, min_cpu_share, strict)
     except BenchError as exc:
         _fail(_cli_names(str(exc)))
     if as_json:
@@ -706,7 +712,7 @@ def compare_cmd(
                         f"intervals; slower / faster beyond x{result.threshold:g})")
     for col in rows.columns:
         table.add_column(col, overflow="fold")
-    colours = {"same": "dim"}
+    colours = {"same": "dim", compare.NOISY: "yellow"}
     for _, r in rows.iterrows():
         style = "red" if any(w in r["verdict"] for w in compare.WORSE) else colours.get(r["verdict"], "green")
         table.add_row(*[_text(str(v)) for v in r], style=style)
@@ -737,7 +743,8 @@ def _check_confidence(confidence: float) -> None:
 def _cli_names(message: str) -> str:
     """A library error message with the CLI's option names (``max_uncertain`` -> ``--max-uncertain``)."""
     for name in ("max_false_accept", "max_uncertain", "max_wrong", "budget_us", "confidence", "family", "kind",
-                 "device", "preset", "n", "seed", "timeout", "repeats", "dtype", "threshold", "solver"):
+                 "device", "preset", "n", "seed", "timeout", "repeats", "dtype", "threshold", "solver",
+                 "min_cpu_share"):
         if message.startswith(f"{name}:"):
             return "--" + name.replace("_", "-") + message[len(name):]
     return message

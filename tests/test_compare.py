@@ -1,11 +1,12 @@
 """``contactbench compare BASE NEW`` on real runs: the same grid run twice is
 ``same`` everywhere; an adapter made slow in the NEW run (a fake that sleeps) is ``slower``
-and nothing else is; one that answers wrongly is ``less correct``; exit codes suit CI (0
-nothing worse, 1 something worse, 2 bad input); the runs' differences are noted.
+and nothing else is; one that answers wrongly is ``less correct``; a run that shared its CPU
+with a busy process is ``noisy``, not slower; exit codes suit CI (0 nothing worse, 1
+something worse, 2 bad input); the runs' differences are noted.
 
-Timings depend on the machine's load, so the tests are ``serial`` and use a threshold of 3:
-a 0.3 s sleep per batch of 16 scenes is a ratio of hundreds, two unchanged runs differ far
-less than 3x."""
+Timings depend on the machine's load, so the tests that time are ``serial`` and use a
+threshold of 3: a 0.3 s sleep per batch of 16 scenes is a ratio of hundreds, two unchanged
+runs differ far less than 3x."""
 
 from __future__ import annotations
 
@@ -22,24 +23,41 @@ import solvers
 TESTS = Path(__file__).resolve().parent
 PLUGINS = {"CONTACTBENCH_PLUGINS": "fake_adapters", "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
 
-pytestmark = pytest.mark.serial
-
-
-def cb(*args, cwd, env=None):
-    return subprocess.run([sys.executable, "-m", "bench.cli", *map(str, args)], cwd=cwd, capture_output=True,
+def cb(*args, cwd, env=None, cpu=None):
+    """``contactbench ARGS`` in a fresh interpreter (on CPU ``cpu`` alone where given)."""
+    return subprocess.run([*on_cpu(cpu), "-m", "bench.cli", *map(str, args)], cwd=cwd, capture_output=True,
                           text=True, timeout=600, env={**os.environ, **PLUGINS, **(env or {})})
+
+
+def on_cpu(cpu: int | None) -> list[str]:
+    """The start of a Python command line whose interpreter runs on CPU ``cpu`` alone (its
+    children too); a plain interpreter where ``cpu`` is None."""
+    if cpu is None:
+        return [sys.executable]
+    pin = f"import os, sys; os.sched_setaffinity(0, {{{cpu}}}); os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+    return [sys.executable, "-c", pin]
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
+    """Runs ``a`` and ``b`` of one grid on an idle machine; ``c``: the same grid with
+    fake-sleepy sleeping 0.3 s a solve and fake-degraded answering wrongly; ``busy``: the
+    grid of ``a`` with a CPU-bound process beside it on its CPU."""
     if solvers.available().get("highs"):
         pytest.skip(solvers.available()["highs"])
     root = tmp_path_factory.mktemp("compare")
     out = {}
-    for name, env in (("a", {}), ("b", {}), ("c", {"FAKE_SLEEP_S": "0.3", "FAKE_DEGRADE": "1"})):
-        proc = cb("run", "-f", "planar-box", "-s", "highs", "-s", "fake-sleepy", "-s", "fake-degraded", "--n", "16",
-                  "--repeats", "5", "--out", root / "runs", "--run-id", name, cwd=root,
-                  env={"CONTACTBENCH_CACHE": str(root / "cache"), **env})
+    cpu = min(os.sched_getaffinity(0))
+    for name, env in (("a", {}), ("b", {}), ("c", {"FAKE_SLEEP_S": "0.3", "FAKE_DEGRADE": "1"}), ("busy", {})):
+        hog = subprocess.Popen([*on_cpu(cpu), "-c", "while True: pass"]) if name == "busy" else None
+        try:
+            proc = cb("run", "-f", "planar-box", "-s", "highs", "-s", "fake-sleepy", "-s", "fake-degraded", "--n",
+                      "16", "--repeats", "5", "--out", root / "runs", "--run-id", name, cwd=root,
+                      env={"CONTACTBENCH_CACHE": str(root / "cache"), **env}, cpu=cpu if hog else None)
+        finally:
+            if hog:
+                hog.kill()
+                hog.wait()
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         out[name] = root / "runs" / name
     return root, out
@@ -49,6 +67,7 @@ def verdicts(result: dict) -> dict[str, str]:
     return {r["solver_spec"]: r["verdict"] for r in result["configurations"]}
 
 
+@pytest.mark.serial
 def test_the_same_grid_twice_is_the_same_everywhere(runs):
     root, out = runs
     proc = cb("compare", out["a"], out["b"], "--threshold", "3", "--json", cwd=root)
@@ -62,6 +81,25 @@ def test_the_same_grid_twice_is_the_same_everywhere(runs):
         assert 0 <= r["uncertain_agree_new"] <= r["uncertain_new"] and 0 <= r["uncertain_agree_base"] <= r["uncertain_base"]
 
 
+@pytest.mark.serial
+def test_a_run_beside_a_busy_process_gets_no_time_verdict_unless_strict(runs):
+    """The grid of ``a`` again with a CPU-bound process on its CPU: every configuration ran
+    with about half its runnable time on the CPU, so no time verdict is given (``noisy``),
+    the note says the timings were contended, and compare exits 0. ``--strict`` judges the
+    times anyway."""
+    root, out = runs
+    proc = cb("compare", out["a"], out["busy"], "--json", cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(proc.stdout)
+    assert verdicts(result) == {"highs": "noisy", "fake-sleepy": "noisy", "fake-degraded": "noisy"}
+    for r in result["configurations"]:
+        assert r["cpu_share_base"] >= result["min_cpu_share"] > 0.75 > r["cpu_share_new"], r
+    assert any(note.startswith("timings were contended: 3 configuration(s)") for note in result["notes"])
+    strict = json.loads(cb("compare", out["a"], out["busy"], "--json", "--strict", cwd=root).stdout)
+    assert "noisy" not in verdicts(strict).values() and strict["strict"]
+
+
+@pytest.mark.serial
 def test_a_slow_adapter_is_slower_and_a_wrong_one_less_correct_the_others_same(runs):
     root, out = runs
     proc = cb("compare", out["a"], out["c"], "--threshold", "3", "--json", cwd=root)
@@ -75,11 +113,13 @@ def test_a_slow_adapter_is_slower_and_a_wrong_one_less_correct_the_others_same(r
     assert row["correct_change"] == -1.0 and row["correct_change_high"] < 0
     sleepy = next(r for r in result["configurations"] if r["solver_spec"] == "fake-sleepy")
     assert sleepy["ratio_low"] > 3
+    assert sleepy["cpu_share_new"] >= result["min_cpu_share"]  # (a solver that sleeps is slow, not contended)
     text = cb("compare", out["a"], out["c"], "--threshold", "3", cwd=root)  # the table, same exit code
     assert text.returncode == 1 and "slower" in text.stdout and "less correct" in text.stdout
     assert "uncertain (agree)" in " ".join(text.stdout.split())
 
 
+@pytest.mark.serial
 def test_configurations_of_one_run_are_listed_apart_and_bad_input_exits_2(runs, tmp_path):
     root, out = runs
     proc = cb("compare", out["a"], out["b"], "--threshold", "3", "--family", "planar-box", "--kind", "lp1", "--json",
@@ -113,6 +153,7 @@ def test_configurations_of_one_run_are_listed_apart_and_bad_input_exits_2(runs, 
     assert any(note.startswith("different machines: BASE ") and "NEW elsewhere" in note for note in result["notes"])
 
 
+@pytest.mark.serial
 def test_the_dashboard_has_a_compare_page(runs, tmp_path):
     root, out = runs
     # (threshold 3: the fakes' changes are far beyond it, a busy machine's noise is not)
@@ -142,6 +183,45 @@ def test_an_unsafe_cell_is_marked_and_its_counts_add_up():
     assert line.startswith("[yellow]~[/]") and "5/8 correct, 0 false accept, 3 uncertain (2 agree), 0 failed" in line
 
 
+@pytest.mark.needs("highs", "scipy-highs")
+def test_a_contended_timing_is_noisy_not_slower_and_strict_judges_it_anyway(tmp_path):
+    """NEW's highs cell five times slower, timed with 0.3 of its runnable time on a CPU: its time
+    is ``noisy`` (no time verdict), the note says why, and the comparison exits 0; the
+    uncontended scipy-highs cell is judged as ever. ``--strict`` or ``--min-cpu-share 0`` give
+    the plain verdict (slower, exit 1); rows that record no share (older files) are never
+    noisy; a share outside 0..1 exits 2 naming the option."""
+    from typer.testing import CliRunner
+
+    from bench.analysis import compare
+    from bench.cli import app
+    from helpers import small_run
+
+    made = small_run(tmp_path / "made")  # (whose shares are this machine's: set to 1, an idle one's)
+    base = _copy_with(_copy_with(made, tmp_path / "base0", "highs", lambda rows: rows.assign(cpu_share=1.0)),
+                      tmp_path / "base", "scipy-highs", lambda rows: rows.assign(cpu_share=1.0))
+    assert compare.compare([made], [made]).table["cpu_share_base"].between(0, 1).all()  # (recorded by the run)
+    slow = lambda share: lambda rows: rows.assign(  # noqa: E731
+        cpu_share=share, ms_repeats=[[5 * v for v in r] for r in rows["ms_repeats"]],
+        end_to_end_ms_repeats=[[5 * v for v in r] for r in rows["end_to_end_ms_repeats"]])
+    new = _copy_with(base, tmp_path / "new", "highs", slow(0.3))
+    unknown = _copy_with(base, tmp_path / "unknown", "highs", slow(float("nan")))
+
+    def verdicts(**options):
+        return dict(zip(*compare.compare([base], [new], **options).table[["solver_spec", "verdict"]].T.values))
+
+    assert verdicts() == {"highs": "noisy", "scipy-highs": "same"}
+    assert verdicts(strict=True)["highs"] == verdicts(min_cpu_share=0)["highs"] == "slower (no interval)"
+    judged = compare.compare([base], [unknown]).table
+    assert judged.loc[judged["solver_spec"] == "highs", "verdict"].item() == "slower (no interval)"
+    cli = CliRunner()
+    quiet = cli.invoke(app, ["compare", str(base), str(new)])
+    assert quiet.exit_code == 0 and "noisy" in quiet.output and "timings were contended: 1 configuration" in \
+        " ".join(quiet.output.split()), quiet.output
+    assert cli.invoke(app, ["compare", str(base), str(new), "--strict"]).exit_code == 1
+    bad = cli.invoke(app, ["compare", str(base), str(new), "--min-cpu-share", "1.5"])
+    assert bad.exit_code == 2 and "--min-cpu-share: expected a share from 0 to 1" in bad.output, bad.output
+
+
 def _copy_with(src, dst, solver: str, change):
     """A copy of run ``src`` whose ``solver`` cell rows are ``change(rows)`` (another release
     of that solver answering differently), every other cell unchanged."""
@@ -157,6 +237,7 @@ def _copy_with(src, dst, solver: str, change):
     return dst
 
 
+@pytest.mark.serial
 def test_a_rare_false_accept_is_never_same(runs, tmp_path):
     """0 -> 6 of 16 false accepts: Fisher's test calls it less safe (the intervals overlap);
     0 -> 1 is too few to test, and is still flagged and worse."""
@@ -173,6 +254,7 @@ def test_a_rare_false_accept_is_never_same(runs, tmp_path):
         assert verdict in got["highs"] and got["fake-sleepy"] == "same", got
 
 
+@pytest.mark.serial
 def test_without_repeats_the_plain_ratio_decides_and_says_so(runs, tmp_path):
     root, out = runs
     proc = cb("run", "-f", "planar-box", "-s", "fake-sleepy", "--n", "16", "--repeats", "1",
@@ -185,6 +267,7 @@ def test_without_repeats_the_plain_ratio_decides_and_says_so(runs, tmp_path):
     assert any("no interval" in note for note in result["notes"])
 
 
+@pytest.mark.serial
 def test_missing_or_failed_in_new_is_worse_and_nothing_in_common_exits_2(runs, tmp_path):
     root, out = runs
 
@@ -210,6 +293,7 @@ def test_missing_or_failed_in_new_is_worse_and_nothing_in_common_exits_2(runs, t
     assert bad.returncode == 2 and "nothing to compare" in bad.stdout + bad.stderr
 
 
+@pytest.mark.serial
 def test_notes_name_only_the_versions_that_differ_and_no_false_grid_difference(runs, tmp_path):
     root, out = runs
 

@@ -8,9 +8,11 @@ its distinct-case rate with a conservative interval. Verdicts: ``slower`` / ``fa
 time interval wholly beyond ``threshold``; the plain ratio, marked, without repeats);
 ``less correct`` / ``more correct`` and ``less safe`` / ``safer`` (a one-sided Fisher test at
 ``1 - confidence``); ``new false accepts`` (NEW has some, BASE none: a rare event is never
-``same``); ``failed`` (every case failed in NEW only); else ``same``. ``worse`` is any of
-slower, less correct, less safe, new false accepts, failed, or a BASE configuration missing
-in NEW. ``notes`` names where the runs differ in what may explain a difference: machine,
+``same``); ``failed`` (every case failed in NEW only); else ``same``. Where either run's
+``cpu_share`` (the share of its timed repeats' runnable time the machine let it run) is
+below ``min_cpu_share`` the time is ``noisy``: no time verdict (unless ``strict``).
+``worse`` is any of slower, less correct, less safe, new false accepts, failed, or a BASE
+configuration missing in NEW. ``notes`` names where the runs differ in what may explain a difference: machine,
 engine layout, grid, package versions, XLA and allocator settings."""
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ from bench.engine.rundir import read_manifest
 KEYS = ["solver_spec", "dtype", "device", "family_label", "kind", "n_scenes"]
 #: verdicts that count as a regression (exit 1)
 WORSE = ("slower", "less correct", "less safe", "new false accepts", "failed")
+#: the time verdict of a configuration whose timings were contended (``min_cpu_share``)
+NOISY = "noisy"
+#: ``compare``'s default ``min_cpu_share``: below it a run's timings were contended. An idle
+#: machine gives a cell 0.93-1 (its own threads and the run's other processes wait a little);
+#: one other busy process on its CPU about 1/2.
+MIN_CPU_SHARE = 0.8
 #: env columns whose difference between the runs is noted
 NOTED_ENV = ("env_host", "env_cpu", "env_python", "env_numpy", "env_scipy", "env_highspy", "env_jax", "env_jaxlib",
              "env_linrax", "env_solver_versions", "env_xla_flags", "env_malloc", "env_pjrt_nproc",
@@ -54,6 +62,8 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     threshold: float = 1.1
     confidence: float = 0.95
+    min_cpu_share: float = MIN_CPU_SHARE
+    strict: bool = False
 
     @property
     def worse(self) -> bool:
@@ -68,7 +78,8 @@ class Comparison:
                 out.append({k: (None if isinstance(v, float) and not math.isfinite(v) else
                                 v.item() if isinstance(v, np.generic) else v) for k, v in rec.items()})
             return out
-        return {"threshold": self.threshold, "confidence": self.confidence, "worse": self.worse,
+        return {"threshold": self.threshold, "confidence": self.confidence, "min_cpu_share": self.min_cpu_share,
+                "strict": self.strict, "worse": self.worse,
                 "notes": self.notes, "configurations": records(self.table),
                 "only_base": records(self.only_base), "only_new": records(self.only_new)}
 
@@ -78,6 +89,22 @@ def check_threshold(threshold: float) -> float:
     if not (isinstance(threshold, (int, float)) and math.isfinite(threshold) and threshold > 1):
         raise ProblemError(f"threshold: expected a time ratio > 1 (e.g. 1.1), got {threshold!r}")
     return float(threshold)
+
+
+def check_min_cpu_share(share: float) -> float:
+    """``share`` (a CPU share from 0 to 1; 0 never calls a timing noisy) or ``ProblemError``
+    naming it."""
+    if isinstance(share, bool) or not (isinstance(share, (int, float)) and 0 <= share <= 1):
+        raise ProblemError(f"min_cpu_share: expected a share from 0 to 1 (e.g. {MIN_CPU_SHARE}), got {share!r}")
+    return float(share)
+
+
+def _cpu_shares(rows: pd.DataFrame) -> dict[tuple, float]:
+    """Per configuration (``KEYS``) the lowest ``cpu_share`` of its cells (NaN: not recorded)."""
+    if "cpu_share" not in rows:
+        return {}
+    lowest = rows.groupby(KEYS, dropna=False, observed=True)["cpu_share"].min()
+    return {(key if isinstance(key, tuple) else (key,)): float(v) for key, v in lowest.items()}
 
 
 def _select(rows: pd.DataFrame, family: str | None, kind: str | None, which: str) -> pd.DataFrame:
@@ -129,12 +156,14 @@ def _rate_verdicts(r, alpha: float) -> list[str]:
 
 
 def compare(base_dirs: list[Path | str], new_dirs: list[Path | str], threshold: float = 1.1,
-            confidence: float = 0.95, family: str | None = None, kind: str | None = None) -> Comparison:
+            confidence: float = 0.95, family: str | None = None, kind: str | None = None,
+            min_cpu_share: float = MIN_CPU_SHARE, strict: bool = False) -> Comparison:
     """Compare the runs ``new_dirs`` with ``base_dirs`` (see the module docstring).
-    ``ProblemError`` for a bad threshold or confidence, runs without readable results, or runs
-    that share no configuration (nothing to compare)."""
+    ``ProblemError`` for a bad threshold, confidence or CPU share, runs without readable
+    results, or runs that share no configuration (nothing to compare)."""
     threshold = check_threshold(threshold)
     confidence = intervals.check_confidence(confidence)
+    min_cpu_share = check_min_cpu_share(min_cpu_share)
     base = _select(results.load(base_dirs), family, kind, "BASE")
     new = _select(results.load(new_dirs), family, kind, "NEW")
     rates_base, rates_new = _rates(base, confidence), _rates(new, confidence)
@@ -144,6 +173,7 @@ def compare(base_dirs: list[Path | str], new_dirs: list[Path | str], threshold: 
                            f"(solver, dtype, device, family, kind, scenes); BASE has {len(rates_base)}, "
                            f"NEW {len(rates_new)}")
     times_base, times_new = intervals.time_samples(base, KEYS), intervals.time_samples(new, KEYS)
+    shares_base, shares_new = _cpu_shares(base), _cpu_shares(new)
     records = []
     for _, r in both.iterrows():
         key = tuple(r[k] for k in KEYS)
@@ -152,7 +182,9 @@ def compare(base_dirs: list[Path | str], new_dirs: list[Path | str], threshold: 
         rec = {k: r[k] for k in KEYS}
         rec.update(cases_base=int(r["cases_base"]), cases_new=int(r["cases_new"]),
                    base_us=float(np.median(b)) if len(b) else np.nan, new_us=float(np.median(a)) if len(a) else np.nan,
-                   time_ratio=ratio, ratio_low=low, ratio_high=high)
+                   time_ratio=ratio, ratio_low=low, ratio_high=high,
+                   cpu_share_base=shares_base.get(key, np.nan), cpu_share_new=shares_new.get(key, np.nan))
+        contended = min(rec["cpu_share_base"], rec["cpu_share_new"]) < min_cpu_share  # (False with a NaN)
         rec.update(uncertain_base=int(r["uncertain_base"]), uncertain_agree_base=int(r["uncertain_agree_base"]),
                    uncertain_new=int(r["uncertain_new"]), uncertain_agree_new=int(r["uncertain_agree_new"]))
         for o in ("correct", "false_accept", "uncertain", "failed"):
@@ -162,7 +194,8 @@ def compare(base_dirs: list[Path | str], new_dirs: list[Path | str], threshold: 
         if bool(r["cell_failed_new"]) and not bool(r["cell_failed_base"]):
             verdicts = ["failed"]
         else:
-            verdicts = [v for v in [_time_verdict(ratio, low, high, threshold)] if v]
+            time = NOISY if contended and not strict else _time_verdict(ratio, low, high, threshold)
+            verdicts = [v for v in [time] if v]
             verdicts += _rate_verdicts(r, 1.0 - confidence)
         rec["verdict"] = ", ".join(verdicts) or "same"
         rec["worse"] = any(v.split(" (")[0] in WORSE for v in verdicts)
@@ -177,10 +210,15 @@ def compare(base_dirs: list[Path | str], new_dirs: list[Path | str], threshold: 
     only_base = only_base[only_base["_merge"] == "left_only"].drop(columns="_merge").reset_index(drop=True)
     only_new = only_new[only_new["_merge"] == "left_only"].drop(columns="_merge").reset_index(drop=True)
     notes = _notes(base, new, base_dirs, new_dirs)
+    contended = int(table["verdict"].str.contains(NOISY).sum())
+    if contended:
+        notes.append(f"timings were contended: {contended} configuration(s) ran with less than {min_cpu_share:g} of "
+                     "their runnable time on a CPU in BASE or NEW (cpu_share), so their times are 'noisy', with no "
+                     "time verdict; rerun them on an idle machine, or use --strict for the plain verdicts")
     if any("(no interval)" in v for v in table["verdict"]):
         notes.append("some runs have too few timed repeats for an interval: their time verdicts compare the plain "
                      f"ratio with the threshold x{threshold:g} (marked 'no interval')")
-    return Comparison(table, only_base, only_new, notes, threshold, confidence)
+    return Comparison(table, only_base, only_new, notes, threshold, confidence, min_cpu_share, strict)
 
 
 def _values(rows: pd.DataFrame, column: str) -> list[str]:
@@ -244,8 +282,8 @@ def text_rows(comparison: Comparison) -> pd.DataFrame:
     """The comparison as short display columns: one line per configuration."""
     t = comparison.table
     if t.empty:
-        return pd.DataFrame(columns=["verdict", "configuration", "family", "scenes", "time NEW/BASE", "correct",
-                                     "false accept", "uncertain (agree)"])
+        return pd.DataFrame(columns=["verdict", "configuration", "family", "scenes", "time NEW/BASE", "CPU share",
+                                     "correct", "false accept", "uncertain (agree)"])
 
     def change(row, outcome: str) -> str:
         d, lo, hi = row[f"{outcome}_change"], row[f"{outcome}_change_low"], row[f"{outcome}_change_high"]
@@ -258,6 +296,8 @@ def text_rows(comparison: Comparison) -> pd.DataFrame:
         "scenes": t["n_scenes"].astype(int),
         "time NEW/BASE": [f"{r:.3g} [{lo:.3g}, {hi:.3g}]" if np.isfinite(lo) else (f"{r:.3g}" if np.isfinite(r) else "")
                           for r, lo, hi in zip(t["time_ratio"], t["ratio_low"], t["ratio_high"])],
+        "CPU share": [f"{a:.2f} -> {b:.2f}" if np.isfinite(a) or np.isfinite(b) else ""
+                      for a, b in zip(t["cpu_share_base"], t["cpu_share_new"])],
         "correct": [change(r, "correct") for _, r in t.iterrows()],
         "false accept": [change(r, "false_accept") for _, r in t.iterrows()],
         "uncertain (agree)": [f"{results.agree_text(r.uncertain_base, r.uncertain_agree_base)} -> "
