@@ -176,28 +176,30 @@ def shared_program(adapter, key, build):
     settings in this process: a program reads nothing of its adapter but its settings, so
     a new adapter (``bench.hold.check_batch(scenes, "linrax-hold")`` makes one per call)
     reuses the traces and compiled shapes of an earlier one instead of compiling again
-    (about 7 s of linrax-hold's planar programs). Settings that do not hash keep the
-    program on the adapter alone. At most ``PROGRAMS_KEPT`` programs are kept."""
+    (about 7 s of linrax-hold's planar programs). The adapter keeps what it got (its later
+    calls look only there); settings that do not hash keep the program on the adapter
+    alone. At most ``PROGRAMS_KEPT`` programs are shared."""
+    mine = adapter.__dict__.setdefault("_programs", {})
+    if key in mine:
+        return mine[key]
     try:
         full = (type(adapter), tuple(sorted(adapter.settings.items())), key)
         hash(full)
     except TypeError:
-        return adapter.__dict__.setdefault("_programs", {}).setdefault(key, build())
+        mine[key] = build()
+        return mine[key]
     program = _PROGRAMS.pop(full, None)
     if program is None:
         program = build()
         while len(_PROGRAMS) >= PROGRAMS_KEPT:
             _PROGRAMS.pop(next(iter(_PROGRAMS)))
-    _PROGRAMS[full] = program
+    _PROGRAMS[full] = mine[key] = program
     return program
 
 
 def programs_of(adapter) -> list:
-    """The keys of the programs ``shared_program`` holds for ``adapter``'s class and settings,
-    least recently used first."""
-    settings = tuple(sorted(adapter.settings.items()))
-    return [key for cls, kept, key in _PROGRAMS if cls is type(adapter) and kept == settings] + \
-        list(adapter.__dict__.get("_programs", {}))
+    """The keys of the programs ``adapter`` has run (``shared_program``), first used first."""
+    return list(adapter.__dict__.get("_programs", {}))
 
 
 def import_jax():

@@ -210,9 +210,9 @@ def compare(base_dirs: list[Path | str], new_dirs: list[Path | str], threshold: 
     only_base = only_base[only_base["_merge"] == "left_only"].drop(columns="_merge").reset_index(drop=True)
     only_new = only_new[only_new["_merge"] == "left_only"].drop(columns="_merge").reset_index(drop=True)
     notes = _notes(base, new, base_dirs, new_dirs)
-    contended = int(table["verdict"].str.contains(NOISY).sum())
-    if contended:
-        notes.append(f"timings were contended: {contended} configuration(s) ran with less than {min_cpu_share:g} of "
+    noisy = int(table["verdict"].str.contains(NOISY).sum())
+    if noisy:
+        notes.append(f"timings were contended: {noisy} configuration(s) ran with less than {min_cpu_share:g} of "
                      "their runnable time on a CPU in BASE or NEW (cpu_share), so their times are 'noisy', with no "
                      "time verdict; rerun them on an idle machine, or use --strict for the plain verdicts")
     if any("(no interval)" in v for v in table["verdict"]):

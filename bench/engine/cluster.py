@@ -120,12 +120,11 @@ def connect(scheduler: str | None = None, workers: int = 1, resources: dict[str,
         cluster = LocalCluster(n_workers=0, threads_per_worker=1, processes=not threaded, dashboard_address=":0",
                                silence_logs=logging.ERROR)
         specs = gpu_worker_specs(cluster.new_spec, workers, gpus)
-        for spec in specs.values():
-            if threaded:  # a thread shares this process's environment: warmed below instead
-                break
-            options = spec.setdefault("options", {})
-            options["env"] = {**options.get("env", {}), dask_worker.WARM_ENV: ",".join(warm),
-                              dask_worker.EMBEDDED_ENV: "1"}
+        if not threaded:  # (a thread shares this process's environment: it is warmed below instead)
+            for spec in specs.values():
+                options = spec.setdefault("options", {})
+                options["env"] = {**options.get("env", {}), dask_worker.WARM_ENV: ",".join(warm),
+                                  dask_worker.EMBEDDED_ENV: "1"}
         cluster.worker_spec.update(specs)
         cluster.scale(workers)  # starts the workers just specified
         client = Client(cluster, set_as_default=False)
